@@ -1,0 +1,63 @@
+//===- FlashAttention.cpp - C++ DSL: attention kernels --------------------===//
+
+#include "flashtile/DSL/FlashAttention.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+StringRef dsl::stringifyDType(DType dtype) {
+  return dtype == DType::F16 ? "f16" : "bf16";
+}
+
+FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
+                                              const AttentionSpec &spec,
+                                              Location loc) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Type dtype = spec.dtype == DType::F16 ? Type(b.getF16Type())
+                                        : Type(b.getBF16Type());
+  int64_t headDimV = spec.headDimV ? spec.headDimV : spec.headDim;
+
+  // (batch, seqlen, heads, dim): dynamic sizes and strides, contiguous rows.
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensorType = [&](int64_t dim) {
+    return MemRefType::get({dyn, dyn, dyn, dim}, dtype,
+                           StridedLayoutAttr::get(ctx, 0, {dyn, dyn, dyn, 1}));
+  };
+  // (batch, heads, seqlen_q), contiguous.
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+
+  auto kernel = KernelOp::create(b, loc, b.getStringAttr(spec.name),
+                                 ArchAttr::get(ctx, spec.chip), ConfigAttr(),
+                                 IntegerAttr());
+  Block *body = new Block();
+  kernel.getBody().push_back(body);
+  for (Type type : {Type(tensorType(spec.headDim)), Type(tensorType(spec.headDim)),
+                    Type(tensorType(headDimV)), Type(tensorType(headDimV)),
+                    Type(lseType)})
+    body->addArgument(type, loc);
+
+  // Verify the kernel's signature before building into it: an impossible
+  // head dim is the kernel's error, not the attention op's.
+  if (failed(verify(kernel))) {
+    kernel.erase();
+    return failure();
+  }
+
+  b.setInsertionPointToStart(body);
+  FloatAttr scale;
+  if (spec.softmaxScale)
+    scale = b.getF32FloatAttr(*spec.softmaxScale);
+  AttentionOp::create(b, loc, kernel.getQ(), kernel.getK(), kernel.getV(),
+                      kernel.getO(), kernel.getLse(), spec.causal,
+                      spec.windowLeft, spec.windowRight, scale);
+  if (failed(verify(kernel))) {
+    kernel.erase();
+    return failure();
+  }
+  return kernel;
+}

@@ -1,0 +1,52 @@
+//===- FlashAttention.h - C++ DSL: attention kernels -------------*- C++ -*-===//
+//
+// The C++ entry point for writing attention kernels. A spec names what to
+// compute (dtype, head dims, masking, scale) and, optionally, which tile
+// parameters to pin; `buildAttentionKernel` emits the kernel-level
+// `attn.kernel` that the compiler takes from there. The driver's built-in
+// FlashAttention-forward kernel is exactly this builder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_DSL_FLASHATTENTION_H
+#define FLASHTILE_DSL_FLASHATTENTION_H
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include <optional>
+#include <string>
+
+namespace flashtile::dsl {
+
+enum class DType { F16, BF16 };
+
+/// What an attention kernel computes.
+struct AttentionSpec {
+  std::string name = "flash_fwd";
+  Chip chip = Chip::sm_120;
+  DType dtype = DType::F16;
+  int64_t headDim = 128;
+  /// 0 means "same as headDim".
+  int64_t headDimV = 0;
+  bool causal = false;
+  /// -1: unbounded on that side.
+  int64_t windowLeft = -1, windowRight = -1;
+  /// Defaults to 1/sqrt(headDim).
+  std::optional<float> softmaxScale;
+};
+
+/// Appends the `attn.kernel` of `spec` to `module` and verifies it. On a bad
+/// spec the verifier's diagnostic is emitted at `loc` and the kernel is
+/// removed again.
+mlir::FailureOr<attn::KernelOp> buildAttentionKernel(mlir::ModuleOp module,
+                                                     const AttentionSpec &spec,
+                                                     mlir::Location loc);
+
+/// "f16" / "bf16".
+llvm::StringRef stringifyDType(DType dtype);
+
+} // namespace flashtile::dsl
+
+#endif // FLASHTILE_DSL_FLASHATTENTION_H

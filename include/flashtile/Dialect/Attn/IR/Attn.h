@@ -1,0 +1,50 @@
+//===- Attn.h - The attn dialect, its attributes, types and ops -*- C++ -*-===//
+
+#ifndef FLASHTILE_DIALECT_ATTN_IR_ATTN_H
+#define FLASHTILE_DIALECT_ATTN_IR_ATTN_H
+
+#include "flashtile/Target/Arch.h"
+
+#include <optional>
+#include <string>
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "flashtile/Dialect/Attn/IR/AttnOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnOps.h.inc"
+
+namespace flashtile::attn {
+
+/// The address space of shared memory in NVVM (and in our buffer types).
+constexpr unsigned kSharedMemorySpace = 3;
+
+/// Checks that `arch` has a code path the compiler implements; emits an
+/// error at `op` and fails otherwise. Every pass that needs a code path asks
+/// this, so the refusal reads the same everywhere.
+mlir::LogicalResult checkCodePathImplemented(mlir::Operation *op,
+                                             ArchAttr arch);
+
+/// Why (tile_m, tile_n, stages, warps) is not a well-formed config, or
+/// nullopt when it is. The verifier of #attn.config and the config search
+/// share this one rule.
+std::optional<std::string> explainInvalidConfig(int64_t tileM, int64_t tileN,
+                                                int64_t stages, int64_t warps);
+
+} // namespace flashtile::attn
+
+#endif // FLASHTILE_DIALECT_ATTN_IR_ATTN_H

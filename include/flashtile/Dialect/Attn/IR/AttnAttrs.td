@@ -1,0 +1,100 @@
+//===- AttnAttrs.td - attn attributes and types ---------------*- tablegen -*-===//
+
+#ifndef FLASHTILE_ATTN_ATTRS
+#define FLASHTILE_ATTN_ATTRS
+
+include "flashtile/Dialect/Attn/IR/AttnBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+//===----------------------------------------------------------------------===//
+// #attn.arch
+//===----------------------------------------------------------------------===//
+
+def Attn_ArchAttr : AttrDef<Attn_Dialect, "Arch"> {
+  let mnemonic = "arch";
+  let summary = "The target chip; every target fact comes from its table row";
+  let description = [{
+    Names the chip a kernel is compiled for. The attribute holds only the chip;
+    `getInfo()` returns its row of the one target table
+    (`flashtile/Target/Arch.h`): code path, shared memory per block / per SM /
+    reserved per block, registers and threads per SM, the PTX target and the
+    minimum PTX version.
+
+    ```mlir
+    #attn.arch<sm_120>
+    ```
+
+    Known chips: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121. sm_120
+    and sm_121 take the `sm80` code path (ldmatrix, mma.sync, cp.async).
+    sm_100 parses but is refused by the compiler: its tcgen05/TMEM path is not
+    implemented. Any other name is a parse error that lists the known chips.
+  }];
+  let parameters = (ins "::flashtile::Chip":$chip);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    const ::flashtile::ArchInfo &getInfo() const {
+      return ::flashtile::getArchInfo(getChip());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.config
+//===----------------------------------------------------------------------===//
+
+def Attn_ConfigAttr : AttrDef<Attn_Dialect, "Config"> {
+  let mnemonic = "config";
+  let summary = "The tile configuration of an attention kernel";
+  let description = [{
+    The parameters that shape the tile program:
+
+    * `tile_m`: query rows per block; each warp owns `tile_m / warps` rows,
+      a multiple of 16 (the M of mma.m16n8k16).
+    * `tile_n`: key/value rows per KV-loop step, a multiple of 16 (P feeds
+      the PV mma as its A operand, whose K is 16).
+    * `stages`: K/V shared-memory slots, 1 to 4. With 1 stage the copy of
+      V[j] still overlaps QK^T[j] and the copy of K[j-1] overlaps PV[j].
+    * `warps`: warps per block, 1 to 16, stacked along M.
+    * `q_in_regs`: Q is moved to registers before the KV loop, so its shared
+      bytes can be reused by V and by the O staging tile.
+
+    ```mlir
+    #attn.config<tile_m = 128, tile_n = 64, stages = 1, warps = 4, q_in_regs = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$stages,
+                        "int64_t":$warps, "bool":$q_in_regs);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// !attn.frag
+//===----------------------------------------------------------------------===//
+
+def Attn_FragType : TypeDef<Attn_Dialect, "Frag"> {
+  let mnemonic = "frag";
+  let summary = "A block-level tile held in registers (mma fragment layout)";
+  let description = [{
+    A tile of the whole block, spread over its warps' registers in the
+    layout of the mma.sync.m16n8k16 fragments: warps are stacked along the
+    rows, so every row belongs to exactly one warp and row reductions stay
+    inside a warp. The conversion to NVVM owns the exact fragment layout.
+    A rank-1 fragment holds one value per row (the softmax max and sum).
+
+    ```mlir
+    !attn.frag<128x64xf32>   // S or an accumulator
+    !attn.frag<128x128xf16>  // Q held in registers
+    !attn.frag<128xf32>      // per-row softmax state
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "::mlir::Type":$elementType);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    int64_t getRank() const { return getShape().size(); }
+    int64_t getDimSize(unsigned i) const { return getShape()[i]; }
+  }];
+}
+
+#endif // FLASHTILE_ATTN_ATTRS

@@ -1,0 +1,447 @@
+//===- AttnOps.td - attn operations ---------------------------*- tablegen -*-===//
+
+#ifndef FLASHTILE_ATTN_OPS
+#define FLASHTILE_ATTN_OPS
+
+include "flashtile/Dialect/Attn/IR/AttnBase.td"
+include "flashtile/Dialect/Attn/IR/AttnAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Attn_GlobalTensor : MemRefRankOf<[F16, BF16], [4]>;
+def Attn_LseTensor : MemRefRankOf<[F32], [3]>;
+def Attn_SharedBuffer : MemRefRankOf<[F16, BF16], [3]>;
+def Attn_Frag : Type<CPred<"::llvm::isa<::flashtile::attn::FragType>($_self)">,
+                     "register fragment", "::flashtile::attn::FragType">;
+def Attn_QOperand : AnyTypeOf<[Attn_Frag, Attn_SharedBuffer]>;
+
+//===----------------------------------------------------------------------===//
+// Kernel level
+//===----------------------------------------------------------------------===//
+
+def Attn_KernelOp : Attn_Op<"kernel", [
+    Symbol, IsolatedFromAbove, SingleBlock, NoTerminator]> {
+  let summary = "An attention kernel: its tensors, its chip and its config";
+  let description = [{
+    One GPU kernel. The entry block's arguments are the kernel's tensors, in
+    this order:
+
+    | arg | shape | element type |
+    |---|---|---|
+    | Q | (batch, seqlen_q, heads_q, head_dim) | f16 or bf16 |
+    | K | (batch, seqlen_k, heads_kv, head_dim) | same |
+    | V | (batch, seqlen_k, heads_kv, head_dim_v) | same |
+    | O | (batch, seqlen_q, heads_q, head_dim_v) | same |
+    | LSE | (batch, heads_q, seqlen_q) | f32 |
+
+    The head dims are static; batch, lengths and heads are run-time values,
+    and every stride but the last is a run-time value too (a PyTorch
+    (B, H, S, D) tensor is a transposed view of this layout).
+
+    `arch` names the chip. `config` is the tile configuration, set by
+    `attn-select-config` when absent. `smem_bytes` is written by
+    `attn-allocate-shared-memory`.
+
+    ```mlir
+    attn.kernel @fa_fwd arch(#attn.arch<sm_120>) {
+    ^bb0(%q: memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>,
+         %k: memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>,
+         %v: memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>,
+         %o: memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>,
+         %lse: memref<?x?x?xf32>):
+      attn.attention %q, %k, %v -> %o, %lse {causal}
+        : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>, ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Attn_ArchAttr:$arch,
+                       OptionalAttr<Attn_ConfigAttr>:$config,
+                       OptionalAttr<I64Attr>:$smem_bytes);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `arch` `(` qualified($arch) `)`
+    (`config` `(` qualified($config)^ `)`)? attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::Value getQ() { return getBody().getArgument(0); }
+    ::mlir::Value getK() { return getBody().getArgument(1); }
+    ::mlir::Value getV() { return getBody().getArgument(2); }
+    ::mlir::Value getO() { return getBody().getArgument(3); }
+    ::mlir::Value getLse() { return getBody().getArgument(4); }
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    static constexpr unsigned kNumTensors = 5;
+  }];
+}
+
+def Attn_AttentionOp : Attn_Op<"attention", [
+    HasParent<"KernelOp">]> {
+  let summary = "What the kernel computes: O, LSE = attention(Q, K, V)";
+  let description = [{
+    Softmax attention forward over the kernel's tensors:
+    `O = softmax(score_mod(scale * Q K^T) masked) V`, plus the log-sum-exp of
+    every row in the natural-log domain.
+
+    * `causal`: query i sees keys j <= i + seqlen_k - seqlen_q (aligned
+      bottom-right when the lengths differ).
+    * `window_left` / `window_right`: a local window, key j is seen by query
+      i when i + seqlen_k - seqlen_q - left <= j <= i + seqlen_k - seqlen_q
+      + right; -1 means unbounded on that side. `causal` is
+      `window_right = 0`.
+    * `softmax_scale`: defaults to 1/sqrt(head_dim).
+    * `score_mod`: a region `(score: f32, batch, head, q_idx, kv_idx: index)`
+      that yields the new f32 score. `mask_mod`: a region
+      `(batch, head, q_idx, kv_idx: index)` that yields an i1, true when the
+      key is kept. Both are optional.
+
+    A row that sees no key gives O = 0 and LSE = -inf.
+
+    ```mlir
+    attn.attention %q, %k, %v -> %o, %lse {causal, softmax_scale = 0.125 : f32}
+      : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+        memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>> -> memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+        memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_GlobalTensor:$q, Attn_GlobalTensor:$k,
+                       Attn_GlobalTensor:$v, Attn_GlobalTensor:$o,
+                       Attn_LseTensor:$lse,
+                       UnitAttr:$causal,
+                       DefaultValuedAttr<I64Attr, "-1">:$window_left,
+                       DefaultValuedAttr<I64Attr, "-1">:$window_right,
+                       OptionalAttr<F32Attr>:$softmax_scale);
+  let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `->` $o `,` $lse attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
+    qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The window after folding `causal` in: {left, right}, -1 = unbounded.
+    std::pair<int64_t, int64_t> getEffectiveWindow();
+    /// True when some key may be masked by position (causal or local).
+    bool hasPositionalMask();
+    /// The scale applied to QK^T, defaulted to 1/sqrt(head_dim).
+    float getScale();
+  }];
+}
+
+def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
+    ParentOneOf<["AttentionOp", "KVLoopOp"]>]> {
+  let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
+  let description = [{
+    ```mlir
+    attn.yield %score : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "attr-dict ($values^ `:` qualified(type($values)))?";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: block context and bounds
+//===----------------------------------------------------------------------===//
+
+def Attn_BlockContextOp : Attn_Op<"block_context", [Pure]> {
+  let summary = "The (query tile, head, batch) this block computes";
+  let description = [{
+    Gives the block's query-tile index, its query head, the KV head that
+    head reads (GQA: head / (heads_q / heads_kv)), its batch index, and the
+    two sequence lengths, read from Q and K.
+
+    ```mlir
+    %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : memref<...>, memref<...>
+    ```
+  }];
+  let arguments = (ins Attn_GlobalTensor:$q, Attn_GlobalTensor:$k);
+  let results = (outs Index:$m_block, Index:$head, Index:$kv_head,
+                      Index:$batch, Index:$seqlen_q, Index:$seqlen_k);
+  let assemblyFormat = "$q `,` $k attr-dict `:` qualified(type($q)) `,` qualified(type($k))";
+}
+
+def Attn_KVBoundsOp : Attn_Op<"kv_bounds", [Pure]> {
+  let summary = "The KV tiles a query tile visits, split by whether they need masks";
+  let description = [{
+    For query tile `m_block`, the KV tiles that hold at least one visible key
+    are `[begin, end)`. Of these, `[unmasked_begin, unmasked_end)` need no
+    mask at all: every key of the tile is visible to every row of the query
+    tile and lies before seqlen_k. The others need `attn.mask`. The split lets
+    the expansion emit masked and unmasked KV loops separately, so that the
+    common case carries no predicates.
+
+    ```mlir
+    %b, %ub, %ue, %e = attn.kv_bounds %m, %sq, %sk
+        {tile_m = 128, tile_n = 64, window_left = -1, window_right = 0}
+    ```
+  }];
+  let arguments = (ins Index:$m_block, Index:$seqlen_q, Index:$seqlen_k,
+                       I64Attr:$tile_m, I64Attr:$tile_n,
+                       I64Attr:$window_left, I64Attr:$window_right);
+  let results = (outs Index:$begin, Index:$unmasked_begin,
+                      Index:$unmasked_end, Index:$end);
+  let assemblyFormat = "$m_block `,` $seqlen_q `,` $seqlen_k attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: shared memory and copies
+//===----------------------------------------------------------------------===//
+
+def Attn_SmemAllocOp : Attn_Op<"smem_alloc"> {
+  let summary = "A shared-memory buffer of the tile program";
+  let description = [{
+    Declares a buffer of `slots x rows x cols` elements in shared memory
+    (address space 3). Slot `t mod slots` holds tile `t`, so a K or V buffer
+    with `stages` slots is a ring. `name` appears in plans and errors.
+    `attn-allocate-shared-memory` sets `offset` (bytes from the start of the
+    block's dynamic shared memory); before it runs the buffer has no address.
+
+    ```mlir
+    %ks = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
+    %qs = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x128x128xf16, 3>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$offset);
+  let results = (outs Attn_SharedBuffer:$buffer);
+  let assemblyFormat = "attr-dict `:` qualified(type($buffer))";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::MemRefType getType() { return getBuffer().getType(); }
+    /// Bytes of the whole buffer (all slots).
+    int64_t getSizeInBytes();
+  }];
+}
+
+def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
+  let summary = "Asynchronous copy of one tile from global to shared memory";
+  let description = [{
+    Copies tile `tile` (rows `tile * R` to `tile * R + R - 1`, R the buffer's
+    rows) of head `head` of batch `batch` from `src` into slot
+    `tile mod slots` of `dst`. Rows at or past the sequence end are filled
+    with zeros. A negative tile copies nothing. Each copy is one async group
+    (cp.async.commit_group), even when it copies nothing, so that the counts
+    of `attn.async_wait` stay exact.
+
+    ```mlir
+    attn.copy_async %k[%b, %j, %hkv] -> %ks : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x128xf16, 3>
+    ```
+  }];
+  let arguments = (ins Attn_GlobalTensor:$src, Index:$batch, Index:$tile,
+                       Index:$head, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst);
+  let assemblyFormat = [{
+    $src `[` $batch `,` $tile `,` $head `]` `->` $dst attr-dict `:` qualified(type($src)) `->` qualified(type($dst))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AsyncWaitOp : Attn_Op<"async_wait"> {
+  let summary = "Waits until at most `pending` async copy groups are in flight";
+  let description = [{
+    The calling thread's copies committed before the last `pending` groups
+    have landed. Other threads see them only after an `attn.barrier`.
+
+    ```mlir
+    attn.async_wait {pending = 0 : i64}
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$pending);
+  let assemblyFormat = "attr-dict";
+}
+
+def Attn_BarrierOp : Attn_Op<"barrier"> {
+  let summary = "A barrier across the block's threads (bar.sync 0)";
+  let description = [{
+    ```mlir
+    attn.barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: compute
+//===----------------------------------------------------------------------===//
+
+def Attn_SplatOp : Attn_Op<"splat", [Pure]> {
+  let summary = "A register fragment with every element equal to `value`";
+  let description = [{
+    ```mlir
+    %acc = attn.splat {value = 0.0 : f32} : !attn.frag<128x128xf32>
+    ```
+  }];
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Attn_LoadFragOp : Attn_Op<"load_frag"> {
+  let summary = "Moves slot 0 of a shared buffer into registers (ldmatrix)";
+  let description = [{
+    ```mlir
+    %qf = attn.load_frag %qs : memref<1x128x128xf16, 3> -> !attn.frag<128x128xf16>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_SharedBuffer, "", [MemRead]>:$src);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = "$src attr-dict `:` qualified(type($src)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+def Attn_MmaQKOp : Attn_Op<"mma_qk"> {
+  let summary = "S = Q K^T for one KV tile, fp32 accumulate";
+  let description = [{
+    `q` is either Q in registers (`!attn.frag<MxDxT>`) or Q's shared buffer.
+    `k` is read at slot `tile mod slots`. The result is `tile_m x tile_n`
+    scores in fp32, not yet scaled.
+
+    ```mlir
+    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<128x128xf16>, memref<1x64x128xf16, 3> -> !attn.frag<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_QOperand:$q,
+                       Arg<Attn_SharedBuffer, "", [MemRead]>:$k, Index:$tile);
+  let results = (outs Attn_Frag:$s);
+  let assemblyFormat = [{
+    $q `,` $k `[` $tile `]` attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `->` qualified(type($s))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["s", "result"]>]> {
+  let summary = "Sets masked scores of one (query tile, KV tile) to -inf";
+  let description = [{
+    Masks keys at or past `seqlen_k` and, per the window, keys outside
+    `[i + seqlen_k - seqlen_q - left, i + seqlen_k - seqlen_q + right]` for
+    query row i (-1: unbounded). Only KV tiles that `attn.kv_bounds` did not
+    mark as unmasked carry this op.
+
+    ```mlir
+    %sm = attn.mask %s, %m, %j, %sq, %sk {window_left = -1, window_right = 0} : !attn.frag<128x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$s, Index:$m_block, Index:$n_block,
+                       Index:$seqlen_q, Index:$seqlen_k,
+                       I64Attr:$window_left, I64Attr:$window_right);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = [{
+    $s `,` $m_block `,` $n_block `,` $seqlen_q `,` $seqlen_k attr-dict `:` qualified(type($s))
+  }];
+}
+
+def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
+    AllTypesMatch<["row_max", "new_row_max", "row_sum", "new_row_sum"]>,
+    AllTypesMatch<["acc", "new_acc"]>]> {
+  let summary = "One step of the online softmax, in the exp2 domain";
+  let description = [{
+    With `c = scale_log2 = softmax_scale * log2(e)` and `m` the running row
+    max of the raw scores:
+    `m' = max(m, rowmax(s))`, `p = exp2(c*s - c*m')`,
+    `l' = l * exp2(c*m - c*m') + rowsum(p)`, `acc' = acc * exp2(c*m - c*m')`.
+    `p` comes out in the element type of V, in the A-fragment layout of the
+    PV mma (no shared-memory round trip). A row whose max is still -inf
+    rescales by 1 and gives p = 0, never NaN.
+
+    ```mlir
+    %p, %m1, %l1, %acc1 = attn.online_softmax %s, %m, %l, %acc {scale_log2 = 0.1275 : f32}
+      : !attn.frag<128x64xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
+        -> !attn.frag<128x64xf16>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$s, Attn_Frag:$row_max, Attn_Frag:$row_sum,
+                       Attn_Frag:$acc, F32Attr:$scale_log2);
+  let results = (outs Attn_Frag:$p, Attn_Frag:$new_row_max,
+                      Attn_Frag:$new_row_sum, Attn_Frag:$new_acc);
+  let assemblyFormat = [{
+    $s `,` $row_max `,` $row_sum `,` $acc attr-dict `:` qualified(type($s)) `,`
+    qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($acc)) `->` qualified(type($p))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MmaPVOp : Attn_Op<"mma_pv", [AllTypesMatch<["acc", "result"]>]> {
+  let summary = "acc += P V for one KV tile, fp32 accumulate";
+  let description = [{
+    `v` is read at slot `tile mod slots` (ldmatrix.trans).
+
+    ```mlir
+    %acc1 = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<128x64xf16>, memref<1x64x128xf16, 3>, !attn.frag<128x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$p, Arg<Attn_SharedBuffer, "", [MemRead]>:$v,
+                       Index:$tile, Attn_Frag:$acc);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = [{
+    $p `,` $v `[` $tile `]` `,` $acc attr-dict `:` qualified(type($p)) `,` qualified(type($v)) `,` qualified(type($acc))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_KVLoopOp : Attn_Op<"kv_loop", [
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "The loop over KV tiles, from the last one down";
+  let description = [{
+    Runs its body for `j = upper - 1` down to `lower` (FlashAttention's
+    order: the masked tiles at the end of a causal row come first). The
+    body's arguments are `j` and the loop-carried values; it yields their new
+    values. `masked` records that the body masks scores, for readers and
+    for the lowering's register budget.
+
+    ```mlir
+    %m1, %l1, %acc1 = attn.kv_loop %lo to %hi iter_args(%m0, %l0, %acc0)
+        : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
+        -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
+        attributes {masked} {
+    ^bb0(%j: index, %m: !attn.frag<128xf32>, %l: !attn.frag<128xf32>, %acc: !attn.frag<128x128xf32>):
+      ...
+      attn.yield %m2, %l2, %acc2 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Index:$lower, Index:$upper, Variadic<AnyType>:$inits,
+                       UnitAttr:$masked);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $lower `to` $upper (`iter_args` `(` $inits^ `)` `:` qualified(type($inits))
+    `->` qualified(type($results)))? attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$lower, "::mlir::Value":$upper,
+                                 "::mlir::ValueRange":$inits, "bool":$masked)>];
+}
+
+def Attn_EpilogueOp : Attn_Op<"epilogue"> {
+  let summary = "Normalises O, stages it through shared memory, stores O and LSE";
+  let description = [{
+    `O = acc / l` is converted to the element type of O, written to the
+    staging buffer `stage` (which may reuse Q's bytes), and copied out with
+    128-bit coalesced stores to the rows of query tile `m_block`; rows past
+    seqlen_q are not stored. `LSE = m * softmax_scale + ln(l)`; a row with
+    `l = 0` stores O = 0 and LSE = -inf.
+
+    ```mlir
+    attn.epilogue %acc, %m, %l, %os -> %o[%b, %mb, %h], %lse {softmax_scale = 0.088 : f32}
+      : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, memref<1x128x128xf16, 3>
+        -> memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$acc, Attn_Frag:$row_max, Attn_Frag:$row_sum,
+                       Arg<Attn_SharedBuffer, "", [MemWrite, MemRead]>:$stage,
+                       Attn_GlobalTensor:$o, Index:$batch, Index:$m_block,
+                       Index:$head, Attn_LseTensor:$lse, F32Attr:$softmax_scale);
+  let assemblyFormat = [{
+    $acc `,` $row_max `,` $row_sum `,` $stage `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
+    attr-dict `:` qualified(type($acc)) `,` qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($stage))
+    `->` qualified(type($o)) `,` qualified(type($lse))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLASHTILE_ATTN_OPS

@@ -1,0 +1,81 @@
+//===- Arch.h - The one table of target facts -------------------*- C++ -*-===//
+//
+// Every number FlashTile knows about a chip lives in the table behind this
+// header (lib/Target/Arch.cpp). Passes ask `getArchInfo(chip)`; none keeps its
+// own copy of a limit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_TARGET_ARCH_H
+#define FLASHTILE_TARGET_ARCH_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace flashtile {
+
+/// The chips FlashTile recognises.
+enum class Chip { sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121 };
+
+/// The instruction family a kernel is lowered through.
+enum class CodePath {
+  /// ldmatrix + mma.sync.m16n8k16 + cp.async (Ampere and later, incl. SM120).
+  Sm80,
+  /// tcgen05 / TMEM (datacenter Blackwell). Recognised, not implemented.
+  Sm100,
+};
+
+/// One row of the target table.
+struct ArchInfo {
+  Chip chip;
+  /// The name in IR and on the command line, e.g. "sm_120".
+  llvm::StringRef name;
+  /// The code path the compiler lowers through for this chip.
+  CodePath codePath;
+  /// Opt-in maximum dynamic shared memory per block, in bytes.
+  int64_t smemPerBlock;
+  /// Shared memory an SM can give to resident blocks, in bytes.
+  int64_t smemPerSM;
+  /// Shared memory the hardware reserves for each resident block, in bytes.
+  int64_t smemReservedPerBlock;
+  /// 32-bit registers per SM.
+  int64_t regsPerSM;
+  /// Registers one thread may use before spilling.
+  int64_t maxRegsPerThread;
+  /// Resident threads per SM.
+  int64_t maxThreadsPerSM;
+  /// Resident blocks per SM.
+  int64_t maxBlocksPerSM;
+  /// The PTX `.target` string, e.g. "sm_120".
+  llvm::StringRef ptxTarget;
+  /// The lowest PTX ISA version (major*10 + minor) that knows the target.
+  /// LLVM aborts on a lower one, so callers check this before LLVM runs.
+  int minPtxVersion;
+};
+
+/// The whole table, in the order of `Chip`.
+llvm::ArrayRef<ArchInfo> getAllArchs();
+
+/// The row for `chip`.
+const ArchInfo &getArchInfo(Chip chip);
+
+/// The row named `name` ("sm_120"), or nullptr when the name is unknown.
+const ArchInfo *lookupArch(llvm::StringRef name);
+
+/// "sm_80, sm_86, ..." for error messages.
+std::string knownArchNames();
+
+/// "sm80" / "sm100" as printed in plans and metadata.
+llvm::StringRef stringifyCodePath(CodePath path);
+
+/// Blocks per SM allowed by shared memory alone, counting the per-block
+/// reservation: floor(smemPerSM / (bytes + reserved)), capped by
+/// maxBlocksPerSM. Returns 0 when one block does not fit.
+int64_t blocksPerSMBySmem(const ArchInfo &arch, int64_t bytesPerBlock);
+
+} // namespace flashtile
+
+#endif // FLASHTILE_TARGET_ARCH_H

@@ -1,0 +1,132 @@
+//===- AttnDialect.cpp - The attn dialect, its attributes and types -------===//
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+#include "flashtile/Dialect/Attn/IR/AttnOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnOpsTypes.cpp.inc"
+
+void AttnDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "flashtile/Dialect/Attn/IR/AttnAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "flashtile/Dialect/Attn/IR/AttnOpsTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "flashtile/Dialect/Attn/IR/AttnOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// ArchAttr
+//===----------------------------------------------------------------------===//
+
+Attribute ArchAttr::parse(AsmParser &parser, Type) {
+  std::string name;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeywordOrString(&name) ||
+      parser.parseGreater())
+    return {};
+  const ArchInfo *info = lookupArch(name);
+  if (!info) {
+    parser.emitError(loc) << "unknown chip '" << name
+                          << "'; known chips: " << knownArchNames();
+    return {};
+  }
+  return ArchAttr::get(parser.getContext(), info->chip);
+}
+
+void ArchAttr::print(AsmPrinter &printer) const {
+  printer << '<' << getInfo().name << '>';
+}
+
+LogicalResult attn::checkCodePathImplemented(Operation *op, ArchAttr arch) {
+  const ArchInfo &info = arch.getInfo();
+  if (info.codePath == CodePath::Sm80)
+    return success();
+  return op->emitError() << "chip " << info.name
+                         << " needs the tcgen05/TMEM code path, which is "
+                            "not implemented; the sm80 code path "
+                            "(ldmatrix, mma.sync, cp.async) serves sm_80, "
+                            "sm_86, sm_89, sm_90, sm_120 and sm_121";
+}
+
+//===----------------------------------------------------------------------===//
+// ConfigAttr
+//===----------------------------------------------------------------------===//
+
+std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
+                                                     int64_t tileN,
+                                                     int64_t stages,
+                                                     int64_t warps) {
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  if (warps < 1 || warps > 16 || !llvm::isPowerOf2_64(warps))
+    os << "warps = " << warps << " must be a power of two from 1 to 16";
+  else if (tileM <= 0 || tileM > 256 || tileM % (16 * warps) != 0)
+    os << "tile_m = " << tileM << " with warps = " << warps
+       << " does not give each warp whole 16-row mma tiles: tile_m must be a "
+          "multiple of 16 * warps = "
+       << 16 * warps << " and at most 256";
+  else if (tileN <= 0 || tileN > 256 || tileN % 16 != 0)
+    os << "tile_n = " << tileN
+       << " must be a multiple of 16 (the K of the PV mma.m16n8k16) from 16 "
+          "to 256";
+  else if (stages < 1 || stages > 4)
+    os << "stages = " << stages << " must be from 1 to 4";
+  else
+    return std::nullopt;
+  return message;
+}
+
+LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t tileM, int64_t tileN, int64_t stages,
+                                 int64_t warps, bool) {
+  if (std::optional<std::string> problem =
+          explainInvalidConfig(tileM, tileN, stages, warps))
+    return emitError() << *problem;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FragType
+//===----------------------------------------------------------------------===//
+
+Type FragType::parse(AsmParser &parser) {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  if (parser.parseLess() ||
+      parser.parseDimensionList(shape, /*allowDynamic=*/false,
+                                /*withTrailingX=*/true) ||
+      parser.parseType(elementType) || parser.parseGreater())
+    return {};
+  if (shape.empty() || shape.size() > 2) {
+    parser.emitError(parser.getNameLoc())
+        << "!attn.frag must have rank 1 or 2, got rank " << shape.size();
+    return {};
+  }
+  return FragType::get(parser.getContext(), shape, elementType);
+}
+
+void FragType::print(AsmPrinter &printer) const {
+  printer << '<';
+  for (int64_t dim : getShape())
+    printer << dim << 'x';
+  printer << getElementType() << '>';
+}

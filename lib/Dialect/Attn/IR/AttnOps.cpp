@@ -1,0 +1,359 @@
+//===- AttnOps.cpp - attn operations and their verifiers ------------------===//
+//
+// The verifiers are the user's first line of defence: each message names the
+// operand, the numbers and what would be accepted.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/Support/MathExtras.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+#define GET_OP_CLASSES
+#include "flashtile/Dialect/Attn/IR/AttnOps.cpp.inc"
+
+static constexpr int64_t kMaxHeadDim = 256;
+
+/// The head-dim rule of the sm80 path: rows of 16-byte cp.async chunks.
+static LogicalResult verifyHeadDim(Operation *op, StringRef what,
+                                   int64_t dim) {
+  if (ShapedType::isDynamic(dim))
+    return op->emitOpError() << what << " must be static";
+  if (dim <= 0 || dim % 8 != 0 || dim > kMaxHeadDim)
+    return op->emitOpError()
+           << what << " = " << dim
+           << " is not supported: it must be a multiple of 8 (one 16-byte "
+              "copy of f16/bf16) from 8 to "
+           << kMaxHeadDim;
+  return success();
+}
+
+/// True when the innermost dimension of `type` is contiguous.
+static bool hasContiguousLastDim(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  return !strides.empty() && strides.back() == 1;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelOp::verify() {
+  Block &body = getBodyBlock();
+  static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
+  if (body.getNumArguments() != kNumTensors)
+    return emitOpError() << "expects " << kNumTensors
+                         << " tensor arguments (Q, K, V, O, LSE), got "
+                         << body.getNumArguments();
+
+  SmallVector<MemRefType> types;
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    unsigned rank = i == 4 ? 3 : 4;
+    if (!type || type.getRank() != rank)
+      return emitOpError() << names[i] << " must be a rank-" << rank
+                           << " memref, got " << arg.getType();
+    if (!hasContiguousLastDim(type))
+      return emitOpError() << names[i]
+                           << " must have a contiguous last dimension "
+                              "(stride 1), got "
+                           << type;
+    types.push_back(type);
+  }
+
+  Type dtype = types[0].getElementType();
+  if (!dtype.isF16() && !dtype.isBF16())
+    return emitOpError() << "Q has element type " << dtype
+                         << "; supported: f16, bf16";
+  for (unsigned i = 1; i < 4; ++i)
+    if (types[i].getElementType() != dtype)
+      return emitOpError() << "mismatched dtypes: Q is " << dtype << " but "
+                           << names[i] << " is "
+                           << types[i].getElementType();
+  if (!types[4].getElementType().isF32())
+    return emitOpError() << "LSE must be f32, got "
+                         << types[4].getElementType();
+
+  int64_t headDim = types[0].getDimSize(3);
+  int64_t headDimV = types[2].getDimSize(3);
+  if (failed(verifyHeadDim(*this, "head_dim", headDim)) ||
+      failed(verifyHeadDim(*this, "head_dim_v", headDimV)))
+    return failure();
+  if (types[1].getDimSize(3) != headDim)
+    return emitOpError() << "K has head_dim " << types[1].getDimSize(3)
+                         << " but Q has " << headDim;
+  if (types[3].getDimSize(3) != headDimV)
+    return emitOpError() << "O has head_dim " << types[3].getDimSize(3)
+                         << " but V has " << headDimV;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+// I64Attr getters return uint64_t; the window is signed (-1: unbounded).
+std::pair<int64_t, int64_t> AttentionOp::getEffectiveWindow() {
+  int64_t left = getWindowLeft(), right = getWindowRight();
+  return {left, getCausal() ? 0 : right};
+}
+
+bool AttentionOp::hasPositionalMask() {
+  auto [left, right] = getEffectiveWindow();
+  return left >= 0 || right >= 0;
+}
+
+float AttentionOp::getScale() {
+  if (FloatAttr scale = getSoftmaxScaleAttr())
+    return scale.getValueAsDouble();
+  auto qType = cast<MemRefType>(getQ().getType());
+  return 1.0f / std::sqrt(static_cast<float>(qType.getDimSize(3)));
+}
+
+/// Checks a hook region's signature: `argTypes` in, one `resultType` out.
+static LogicalResult verifyHook(Operation *op, Region &region, StringRef name,
+                                TypeRange argTypes, Type resultType) {
+  if (region.empty())
+    return success();
+  Block &block = region.front();
+  if (block.getArgumentTypes() != argTypes) {
+    std::string expected, got;
+    llvm::raw_string_ostream expectedOs(expected), gotOs(got);
+    llvm::interleaveComma(argTypes, expectedOs);
+    llvm::interleaveComma(block.getArgumentTypes(), gotOs);
+    return op->emitOpError() << name << " region must take (" << expected
+                             << "), got (" << got << ")";
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != resultType)
+    return op->emitOpError()
+           << name << " region must yield exactly one " << resultType;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
+  for (auto [i, operand] : llvm::enumerate(getOperands()))
+    if (operand != kernel.getBodyBlock().getArgument(i))
+      return emitOpError() << "operand #" << i << " must be the kernel's "
+                           << names[i] << " argument";
+
+  int64_t left = getWindowLeft(), right = getWindowRight();
+  if (left < -1 || right < -1)
+    return emitOpError() << "window (" << left << ", " << right
+                         << ") is invalid: each side is -1 (unbounded) or a "
+                            "number of keys >= 0";
+  if (getCausal() && right > 0)
+    return emitOpError() << "causal conflicts with window_right = " << right
+                         << ": causal means window_right = 0";
+  if (FloatAttr scaleAttr = getSoftmaxScaleAttr()) {
+    double scale = scaleAttr.getValueAsDouble();
+    if (!(scale > 0.0) || !std::isfinite(scale))
+      return emitOpError() << "softmax_scale = " << scale
+                           << " must be finite and positive";
+  }
+
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyHook(*this, getScoreMod(), "score_mod",
+                        {b.getF32Type(), index, index, index, index},
+                        b.getF32Type())) ||
+      failed(verifyHook(*this, getMaskMod(), "mask_mod",
+                        {index, index, index, index}, b.getI1Type())))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tile-level ops
+//===----------------------------------------------------------------------===//
+
+int64_t SmemAllocOp::getSizeInBytes() {
+  MemRefType type = getType();
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+LogicalResult SmemAllocOp::verify() {
+  MemRefType type = getType();
+  auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
+  if (!space || space.getInt() != kSharedMemorySpace)
+    return emitOpError() << "buffer must be in shared memory (address space "
+                         << kSharedMemorySpace << "), got " << type;
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return emitOpError() << "buffer must have a static shape and the "
+                            "identity layout, got "
+                         << type;
+  if (std::optional<int64_t> offset = getOffset())
+    if (*offset < 0)
+      return emitOpError() << "offset = " << *offset << " is negative";
+  return success();
+}
+
+LogicalResult CopyAsyncOp::verify() {
+  MemRefType src = getSrc().getType(), dst = getDst().getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "copies " << src.getElementType() << " into a "
+                         << dst.getElementType() << " buffer";
+  if (src.getDimSize(3) != dst.getDimSize(2))
+    return emitOpError() << "source rows have " << src.getDimSize(3)
+                         << " elements but buffer rows have "
+                         << dst.getDimSize(2);
+  return success();
+}
+
+/// Checks that `type` is the fragment `shape` x `elementType`.
+static LogicalResult expectFrag(Operation *op, StringRef what, Type type,
+                                ArrayRef<int64_t> shape, Type elementType) {
+  auto expected = FragType::get(op->getContext(), shape, elementType);
+  if (type == expected)
+    return success();
+  return op->emitOpError() << what << " must be " << Type(expected) << ", got "
+                           << type;
+}
+
+LogicalResult LoadFragOp::verify() {
+  MemRefType src = getSrc().getType();
+  if (src.getDimSize(0) != 1)
+    return emitOpError() << "source must have one slot, got "
+                         << src.getDimSize(0);
+  return expectFrag(*this, "result", getResult().getType(),
+                    {src.getDimSize(1), src.getDimSize(2)},
+                    src.getElementType());
+}
+
+LogicalResult MmaQKOp::verify() {
+  MemRefType k = getK().getType();
+  int64_t tileM, headDim;
+  Type qElt;
+  if (auto frag = dyn_cast<FragType>(getQ().getType())) {
+    if (frag.getRank() != 2)
+      return emitOpError() << "Q fragment must have rank 2";
+    tileM = frag.getDimSize(0);
+    headDim = frag.getDimSize(1);
+    qElt = frag.getElementType();
+  } else {
+    auto q = cast<MemRefType>(getQ().getType());
+    if (q.getDimSize(0) != 1)
+      return emitOpError() << "Q buffer must have one slot";
+    tileM = q.getDimSize(1);
+    headDim = q.getDimSize(2);
+    qElt = q.getElementType();
+  }
+  if (qElt != k.getElementType())
+    return emitOpError() << "mismatched dtypes: Q is " << qElt << ", K is "
+                         << k.getElementType();
+  if (headDim != k.getDimSize(2))
+    return emitOpError() << "Q has head_dim " << headDim << ", K has "
+                         << k.getDimSize(2);
+  return expectFrag(*this, "result", getS().getType(),
+                    {tileM, k.getDimSize(1)},
+                    Float32Type::get(getContext()));
+}
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  auto s = cast<FragType>(getS().getType());
+  if (s.getRank() != 2 || !s.getElementType().isF32())
+    return emitOpError() << "scores must be a rank-2 f32 fragment, got " << s;
+  int64_t tileM = s.getDimSize(0);
+  Type f32 = s.getElementType();
+  if (failed(expectFrag(*this, "row_max", getRowMax().getType(), {tileM},
+                        f32)))
+    return failure();
+  auto acc = cast<FragType>(getAcc().getType());
+  if (acc.getRank() != 2 || acc.getDimSize(0) != tileM ||
+      !acc.getElementType().isF32())
+    return emitOpError() << "acc must be an f32 fragment with " << tileM
+                         << " rows, got " << acc;
+  auto p = cast<FragType>(getP().getType());
+  if (p.getShape() != s.getShape() ||
+      !(p.getElementType().isF16() || p.getElementType().isBF16()))
+    return emitOpError() << "P must be an f16 or bf16 fragment shaped like S, "
+                            "got "
+                         << p;
+  return success();
+}
+
+LogicalResult MmaPVOp::verify() {
+  auto p = cast<FragType>(getP().getType());
+  MemRefType v = getV().getType();
+  if (p.getRank() != 2)
+    return emitOpError() << "P must have rank 2";
+  if (p.getElementType() != v.getElementType())
+    return emitOpError() << "mismatched dtypes: P is " << p.getElementType()
+                         << ", V is " << v.getElementType();
+  if (p.getDimSize(1) != v.getDimSize(1))
+    return emitOpError() << "P has " << p.getDimSize(1)
+                         << " columns but the V tile has " << v.getDimSize(1)
+                         << " rows";
+  return expectFrag(*this, "acc", getAcc().getType(),
+                    {p.getDimSize(0), v.getDimSize(2)},
+                    Float32Type::get(getContext()));
+}
+
+void KVLoopOp::build(OpBuilder &builder, OperationState &state, Value lower,
+                     Value upper, ValueRange inits, bool masked) {
+  state.addOperands({lower, upper});
+  state.addOperands(inits);
+  state.addTypes(inits.getTypes());
+  if (masked)
+    state.addAttribute(getMaskedAttrName(state.name), builder.getUnitAttr());
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  block->addArgument(builder.getIndexType(), state.location);
+  for (Value init : inits)
+    block->addArgument(init.getType(), init.getLoc());
+}
+
+LogicalResult KVLoopOp::verify() {
+  Block &body = getBody().front();
+  TypeRange inits = getInits().getTypes();
+  if (body.getNumArguments() != inits.size() + 1 ||
+      !body.getArgument(0).getType().isIndex() ||
+      TypeRange(body.getArgumentTypes()).drop_front() != inits)
+    return emitOpError() << "body must take (index, " << inits << ")";
+  if (getResultTypes() != inits)
+    return emitOpError() << "results must match iter_args";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != inits)
+    return emitOpError() << "body must yield " << inits;
+  return success();
+}
+
+LogicalResult EpilogueOp::verify() {
+  auto acc = cast<FragType>(getAcc().getType());
+  MemRefType stage = getStage().getType();
+  MemRefType o = getO().getType();
+  if (acc.getRank() != 2 || !acc.getElementType().isF32())
+    return emitOpError() << "acc must be a rank-2 f32 fragment";
+  int64_t tileM = acc.getDimSize(0), headDimV = acc.getDimSize(1);
+  Type f32 = acc.getElementType();
+  if (failed(expectFrag(*this, "row_max", getRowMax().getType(), {tileM},
+                        f32)) ||
+      failed(expectFrag(*this, "row_sum", getRowSum().getType(), {tileM},
+                        f32)))
+    return failure();
+  if (stage.getDimSize(0) != 1 || stage.getDimSize(1) != tileM ||
+      stage.getDimSize(2) != headDimV)
+    return emitOpError() << "staging buffer must be 1x" << tileM << "x"
+                         << headDimV << ", got " << stage;
+  if (stage.getElementType() != o.getElementType())
+    return emitOpError() << "staging buffer is " << stage.getElementType()
+                         << " but O is " << o.getElementType();
+  if (o.getDimSize(3) != headDimV)
+    return emitOpError() << "O has head_dim " << o.getDimSize(3)
+                         << " but acc has " << headDimV << " columns";
+  return success();
+}

@@ -1,0 +1,249 @@
+//===- ExpandToTiles.cpp - attn.attention -> tile program -----------------===//
+//
+// Builds the block-level tile program of FlashAttention-2's forward pass
+// (Dao, "FlashAttention-2", 2023, Algorithm 1) for one config. The program is
+// what the allocator reasons about, so the order of ops here *is* the
+// liveness: Q's last read before the loop (q_in_regs) is what lets V reuse
+// its bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include <cmath>
+#include <limits>
+
+namespace flashtile::attn {
+#define GEN_PASS_DEF_ATTNEXPANDTOTILES
+#include "flashtile/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace flashtile::attn
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+namespace {
+
+/// The values every part of the tile program refers to.
+struct TileProgramBuilder {
+  OpBuilder &b;
+  Location loc;
+  KernelOp kernel;
+  AttentionOp attention;
+  ConfigAttr config;
+  Type dtype;
+  int64_t headDim, headDimV;
+  int64_t windowLeft, windowRight;
+
+  // Set while building.
+  Value qs, ks, vs, os;
+  Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
+  Value qOperand;
+
+  MemRefType smemType(int64_t slots, int64_t rows, int64_t cols) {
+    return MemRefType::get({slots, rows, cols}, dtype, MemRefLayoutAttrInterface(),
+                           b.getI64IntegerAttr(kSharedMemorySpace));
+  }
+  FragType fragType(ArrayRef<int64_t> shape, Type elementType) {
+    return FragType::get(b.getContext(), shape, elementType);
+  }
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  /// `tile - back` as an index (may go negative: copies of negative tiles
+  /// are empty groups).
+  Value minus(Value tile, int64_t back) {
+    if (back == 0)
+      return tile;
+    return arith::SubIOp::create(b, loc, tile, index(back));
+  }
+  /// Pending async groups allowed when waiting for the oldest K or V copy in
+  /// the steady state: the copies issue as K, V, K, V, ... and run
+  /// `stages` tiles ahead, so 2 * (stages - 1) younger groups may be in
+  /// flight.
+  int64_t steadyPending() { return 2 * (config.getStages() - 1); }
+
+  void copy(Value src, Value tile, Value headIdx, Value dst) {
+    CopyAsyncOp::create(b, loc, src, batch, tile, headIdx, dst);
+  }
+  void waitAndSync(int64_t pending) {
+    AsyncWaitOp::create(b, loc, pending);
+    BarrierOp::create(b, loc);
+  }
+
+  void buildBuffers();
+  void buildPrologue(Value end);
+  ValueRange buildLoop(Value lower, Value upper, ValueRange inits,
+                       bool masked);
+  void build();
+};
+
+} // namespace
+
+void TileProgramBuilder::buildBuffers() {
+  int64_t tileM = config.getTileM(), tileN = config.getTileN();
+  int64_t stages = config.getStages();
+  auto alloc = [&](StringRef name, MemRefType type) {
+    return SmemAllocOp::create(b, loc, type, b.getStringAttr(name),
+                               IntegerAttr())
+        .getBuffer();
+  };
+  qs = alloc("Q", smemType(1, tileM, headDim));
+  ks = alloc("K", smemType(stages, tileN, headDim));
+  vs = alloc("V", smemType(stages, tileN, headDimV));
+  os = alloc("O", smemType(1, tileM, headDimV));
+}
+
+void TileProgramBuilder::buildPrologue(Value end) {
+  int64_t stages = config.getStages();
+  // Groups issue as Q, K[end-1], V[end-1], K[end-2], ..., V[end-stages+1],
+  // K[end-stages]: the state the steady-state loop expects on entry.
+  copy(kernel.getQ(), mBlock, head, qs);
+  copy(kernel.getK(), minus(end, 1), kvHead, ks);
+  qOperand = qs;
+  if (config.getQInRegs()) {
+    // Q is the oldest group; K[end-1] may still fly. Moving Q to registers
+    // before any V copy is issued is what frees Q's bytes for V.
+    waitAndSync(1);
+    qOperand = LoadFragOp::create(
+        b, loc, fragType({config.getTileM(), headDim}, dtype), qs);
+  }
+  for (int64_t t = 1; t < stages; ++t) {
+    copy(kernel.getV(), minus(end, t), kvHead, vs);
+    copy(kernel.getK(), minus(end, t + 1), kvHead, ks);
+  }
+}
+
+ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
+                                         ValueRange inits, bool masked) {
+  int64_t stages = config.getStages();
+  auto loop = KVLoopOp::create(b, loc, lower, upper, inits, masked);
+  OpBuilder::InsertionGuard guard(b);
+  Block &body = loop.getBody().front();
+  b.setInsertionPointToStart(&body);
+  Value j = body.getArgument(0);
+  Value rowMax = body.getArgument(1), rowSum = body.getArgument(2),
+        acc = body.getArgument(3);
+
+  // K[j] has landed and every warp is done with P V[j+1]: V's next slot is
+  // free.
+  waitAndSync(steadyPending());
+  copy(kernel.getV(), minus(j, stages - 1), kvHead, vs);
+  Value s = MmaQKOp::create(
+      b, loc, fragType({config.getTileM(), config.getTileN()}, b.getF32Type()),
+      qOperand, ks, j);
+  if (masked)
+    s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
+                       windowRight);
+  float scaleLog2 = attention.getScale() * static_cast<float>(M_LOG2E);
+  auto softmax = OnlineSoftmaxOp::create(
+      b, loc, fragType({config.getTileM(), config.getTileN()}, dtype),
+      rowMax.getType(), rowSum.getType(), acc.getType(), s, rowMax, rowSum, acc,
+      b.getF32FloatAttr(scaleLog2));
+  // V[j] has landed and every warp is done with Q K[j]^T: K's slot is free.
+  waitAndSync(steadyPending());
+  copy(kernel.getK(), minus(j, stages), kvHead, ks);
+  Value newAcc =
+      MmaPVOp::create(b, loc, acc.getType(), softmax.getP(), vs, j,
+                      softmax.getNewAcc());
+  YieldOp::create(b, loc,
+                  ValueRange{softmax.getNewRowMax(), softmax.getNewRowSum(),
+                             newAcc});
+  return loop.getResults();
+}
+
+void TileProgramBuilder::build() {
+  auto qType = cast<MemRefType>(kernel.getQ().getType());
+  auto vType = cast<MemRefType>(kernel.getV().getType());
+  dtype = qType.getElementType();
+  headDim = qType.getDimSize(3);
+  headDimV = vType.getDimSize(3);
+  std::tie(windowLeft, windowRight) = attention.getEffectiveWindow();
+  int64_t tileM = config.getTileM();
+
+  buildBuffers();
+  Type idx = b.getIndexType();
+  auto ctx = BlockContextOp::create(b, loc, idx, idx, idx, idx, idx, idx,
+                                    kernel.getQ(), kernel.getK());
+  mBlock = ctx.getMBlock();
+  head = ctx.getHead();
+  kvHead = ctx.getKvHead();
+  batch = ctx.getBatch();
+  seqlenQ = ctx.getSeqlenQ();
+  seqlenK = ctx.getSeqlenK();
+  auto bounds = KVBoundsOp::create(
+      b, loc, idx, idx, idx, idx, mBlock, seqlenQ, seqlenK, tileM, config.getTileN(), windowLeft,
+      windowRight);
+
+  buildPrologue(bounds.getEnd());
+
+  Type f32 = b.getF32Type();
+  FragType rowType = fragType({tileM}, f32);
+  Value rowMax = SplatOp::create(
+      b, loc, rowType,
+      b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  Value rowSum = SplatOp::create(b, loc, rowType, b.getF32FloatAttr(0.0f));
+  Value acc = SplatOp::create(b, loc, fragType({tileM, headDimV}, f32),
+                              b.getF32FloatAttr(0.0f));
+  SmallVector<Value> state = {rowMax, rowSum, acc};
+
+  // The tiles at the end of the row (causal diagonal, the partial last tile)
+  // first, then the unmasked middle, then the left edge of a local window.
+  state = llvm::to_vector(buildLoop(bounds.getUnmaskedEnd(), bounds.getEnd(),
+                                    state, /*masked=*/true));
+  state = llvm::to_vector(buildLoop(bounds.getUnmaskedBegin(),
+                                    bounds.getUnmaskedEnd(), state,
+                                    /*masked=*/false));
+  if (windowLeft >= 0)
+    state = llvm::to_vector(buildLoop(bounds.getBegin(),
+                                      bounds.getUnmaskedBegin(), state,
+                                      /*masked=*/true));
+
+  // Prefetches past the last step may still be in flight; drain them before
+  // the epilogue writes bytes they could land in.
+  AsyncWaitOp::create(b, loc, 0);
+  EpilogueOp::create(b, loc, state[2], state[0], state[1], os, kernel.getO(),
+                     batch, mBlock, head, kernel.getLse(),
+                     b.getF32FloatAttr(attention.getScale()));
+}
+
+LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {
+  auto attentions = kernel.getBodyBlock().getOps<AttentionOp>();
+  if (attentions.empty())
+    return kernel.emitOpError()
+           << "has no attn.attention to expand (already at tile level?)";
+  AttentionOp attention = *attentions.begin();
+  if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty())
+    return attention.emitOpError()
+           << "score_mod / mask_mod hooks are parsed and verified, but their "
+              "expansion into the tile program is not implemented yet";
+
+  OpBuilder b(attention);
+  TileProgramBuilder builder{b, attention.getLoc(), kernel, attention, config};
+  builder.build();
+  attention.erase();
+  kernel.setConfigAttr(config);
+  return success();
+}
+
+namespace {
+struct AttnExpandToTilesPass
+    : public attn::impl::AttnExpandToTilesBase<AttnExpandToTilesPass> {
+  void runOnOperation() override {
+    KernelOp kernel = getOperation();
+    if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+      return signalPassFailure();
+    ConfigAttr config = kernel.getConfigAttr();
+    if (!config) {
+      kernel.emitOpError() << "has no config; run attn-select-config first "
+                              "or give config(#attn.config<...>)";
+      return signalPassFailure();
+    }
+    if (failed(expandAttentionToTiles(kernel, config)))
+      signalPassFailure();
+  }
+};
+} // namespace

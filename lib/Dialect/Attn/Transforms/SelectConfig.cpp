@@ -1,0 +1,224 @@
+//===- SelectConfig.cpp - attn-select-config and the config search --------===//
+
+#include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
+#include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
+#include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+#include <algorithm>
+
+namespace flashtile::attn {
+#define GEN_PASS_DEF_ATTNSELECTCONFIG
+#include "flashtile/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace flashtile::attn
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+// The search space, in the order that breaks ties (bigger tiles, fewer
+// stages, Q in registers first).
+static constexpr int64_t kTileMs[] = {128, 64};
+static constexpr int64_t kTileNs[] = {128, 64, 32};
+static constexpr int64_t kStages[] = {1, 2};
+static constexpr int64_t kWarps[] = {8, 4};
+static constexpr bool kQInRegs[] = {true, false};
+
+// Cost-model rates of the SM80 datapath per SM and cycle; see
+// ConfigSelection.h. Only the ratios matter.
+static constexpr double kMmaMacsPerCycle = 1024;
+static constexpr double kSmemBytesPerCycle = 128;
+static constexpr double kExpPerCycle = 16;
+static constexpr double kBarrierCycles = 40;
+static constexpr double kWarpsToHideLatency = 8;
+static constexpr int64_t kFixedRegs = 40;
+static constexpr int64_t kMaskRegs = 8;
+
+template <typename T>
+static bool allowed(const std::optional<T> &pinned, T value) {
+  return !pinned || *pinned == value;
+}
+
+/// Fills the register estimate, the occupancy and the score of a candidate
+/// whose shared-memory size is known.
+static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
+                     int64_t headDimV, bool masked) {
+  ConfigAttr config = c.config;
+  int64_t tileM = config.getTileM(), tileN = config.getTileN();
+  int64_t warps = config.getWarps();
+  int64_t rows = tileM / warps;
+
+  c.estimatedRegs = rows * headDimV / 32 + rows * tileN / 32 +
+                    (config.getQInRegs() ? rows * headDim / 64 : 0) +
+                    4 * rows / 16 + kFixedRegs + (masked ? kMaskRegs : 0);
+  if (c.estimatedRegs > arch.maxRegsPerThread) {
+    c.rejection = llvm::formatv("an estimated {0} registers per thread would "
+                                "spill ({1} at most)",
+                                c.estimatedRegs, arch.maxRegsPerThread);
+    return;
+  }
+
+  int64_t threads = warps * 32;
+  // Registers are granted per thread in multiples of 8 and per warp in
+  // multiples of 256.
+  int64_t regsPerWarp =
+      llvm::alignTo(llvm::alignTo(c.estimatedRegs, 8) * 32, 256);
+  c.blocksBySmem = blocksPerSMBySmem(arch, c.smemBytes);
+  c.blocksByRegs = arch.regsPerSM / (regsPerWarp * warps);
+  c.blocksByThreads = arch.maxThreadsPerSM / threads;
+  c.blocksPerSM = std::min({c.blocksBySmem, c.blocksByRegs, c.blocksByThreads,
+                            arch.maxBlocksPerSM});
+  c.residentWarps = c.blocksPerSM * warps;
+  if (c.blocksPerSM == 0) {
+    c.rejection = "no block fits on an SM";
+    return;
+  }
+
+  double dims = static_cast<double>(headDim + headDimV);
+  double tMma = tileM * tileN * dims / kMmaMacsPerCycle;
+  double tLds = warps *
+                (2.0 * tileN * dims +
+                 (config.getQInRegs() ? 0.0 : 2.0 * rows * headDim)) /
+                kSmemBytesPerCycle;
+  double tExp = tileM * tileN / kExpPerCycle;
+  double tSync = 2 * kBarrierCycles / c.blocksPerSM;
+  double step = std::max({tMma, tLds, tExp}) + tSync;
+  double hiding = std::min(1.0, c.residentWarps / kWarpsToHideLatency);
+  c.score = hiding * tMma / step;
+}
+
+SmallVector<ConfigCandidate>
+attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  auto qType = cast<MemRefType>(kernel.getQ().getType());
+  auto vType = cast<MemRefType>(kernel.getV().getType());
+  int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
+  bool masked = false;
+  for (AttentionOp attention : kernel.getBodyBlock().getOps<AttentionOp>())
+    masked = attention.hasPositionalMask();
+
+  // Pinned values outside the usual search space are still tried.
+  auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
+    return pinned ? SmallVector<int64_t>{*pinned} : llvm::to_vector(defaults);
+  };
+  SmallVector<ConfigCandidate> candidates;
+  MLIRContext *ctx = kernel.getContext();
+  for (int64_t tileM : space(kTileMs, overrides.tileM))
+    for (int64_t tileN : space(kTileNs, overrides.tileN))
+      for (int64_t stages : space(kStages, overrides.stages))
+        for (int64_t warps : space(kWarps, overrides.warps))
+          for (bool qInRegs : kQInRegs) {
+            if (!allowed(overrides.qInRegs, qInRegs))
+              continue;
+            if (explainInvalidConfig(tileM, tileN, stages, warps))
+              continue; // Not a well-formed config (e.g. 64 rows, 8 warps).
+            auto config = ConfigAttr::get(ctx, tileM, tileN, stages, warps,
+                                          qInRegs);
+            ConfigCandidate candidate;
+            candidate.config = config;
+
+            // The allocator's answer on this candidate's own tile program.
+            auto clone = cast<KernelOp>(kernel->clone());
+            if (succeeded(expandAttentionToTiles(clone, config)))
+              candidate.smemBytes = SharedMemoryPlan(clone).getTotalBytes();
+            clone->erase();
+
+            if (candidate.smemBytes > arch.smemPerBlock)
+              candidate.rejection = llvm::formatv(
+                  "needs {0} B of shared memory, over the {1} B per-block "
+                  "limit of {2}",
+                  candidate.smemBytes, arch.smemPerBlock, arch.name);
+            else
+              evaluate(candidate, arch, headDim, headDimV, masked);
+            candidates.push_back(std::move(candidate));
+          }
+
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const ConfigCandidate &a, const ConfigCandidate &b) {
+                     if (a.isFeasible() != b.isFeasible())
+                       return a.isFeasible();
+                     return a.score > b.score;
+                   });
+  return candidates;
+}
+
+/// "tile_m = 128, tile_n = 64, stages = 1, warps = 4, q_in_regs = true"
+static std::string describe(ConfigAttr config) {
+  return llvm::formatv("tile_m = {0}, tile_n = {1}, stages = {2}, warps = "
+                       "{3}, q_in_regs = {4}",
+                       config.getTileM(), config.getTileN(),
+                       config.getStages(), config.getWarps(),
+                       config.getQInRegs() ? "true" : "false");
+}
+
+FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
+                                         const ConfigOverrides &overrides) {
+  for (AttentionOp attention : kernel.getBodyBlock().getOps<AttentionOp>())
+    if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty())
+      return attention.emitOpError()
+             << "score_mod / mask_mod hooks are parsed and verified, but "
+                "their expansion into the tile program is not implemented "
+                "yet";
+
+  SmallVector<ConfigCandidate> candidates = rankConfigs(kernel, overrides);
+  if (!candidates.empty() && candidates.front().isFeasible())
+    return candidates.front().config;
+
+  InFlightDiagnostic diag = kernel.emitError()
+                            << "no feasible config on "
+                            << kernel.getArch().getInfo().name
+                            << " for the pinned parameters";
+  if (candidates.empty())
+    diag.attachNote() << "no well-formed config matches the pinned values "
+                         "(each warp needs whole 16-row mma tiles)";
+  for (const ConfigCandidate &c : candidates)
+    diag.attachNote() << describe(c.config) << ": " << c.rejection;
+  return failure();
+}
+
+namespace {
+struct AttnSelectConfigPass
+    : public attn::impl::AttnSelectConfigBase<AttnSelectConfigPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    KernelOp kernel = getOperation();
+    if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+      return signalPassFailure();
+    if (kernel.getConfigAttr())
+      return;
+
+    ConfigOverrides overrides;
+    auto pin = [](int64_t value) {
+      return value > 0 ? std::optional<int64_t>(value) : std::nullopt;
+    };
+    overrides.tileM = pin(tileM);
+    overrides.tileN = pin(tileN);
+    overrides.stages = pin(stages);
+    overrides.warps = pin(warps);
+    if (qInRegs >= 0)
+      overrides.qInRegs = qInRegs != 0;
+
+    if (explain)
+      for (const ConfigCandidate &c : rankConfigs(kernel, overrides)) {
+        if (c.isFeasible())
+          kernel.emitRemark()
+              << describe(c.config) << ": score " << llvm::formatv("{0:F3}", c.score)
+              << ", " << c.smemBytes << " B smem, ~" << c.estimatedRegs
+              << " regs, " << c.blocksPerSM << " block(s) = "
+              << c.residentWarps << " warps per SM";
+        else
+          kernel.emitRemark() << describe(c.config) << ": rejected, "
+                              << c.rejection;
+      }
+
+    FailureOr<ConfigAttr> config = selectConfig(kernel, overrides);
+    if (failed(config))
+      return signalPassFailure();
+    kernel.setConfigAttr(*config);
+  }
+};
+} // namespace

@@ -1,0 +1,80 @@
+//===- Arch.cpp - The one table of target facts ---------------------------===//
+//
+// Sources: the CUDA C++ Programming Guide, "Compute Capabilities" table
+// (shared memory per SM / per block, registers, threads and blocks per SM),
+// and the PTX ISA release notes for the first PTX version of each target
+// (sm_90: 7.8, sm_100: 8.6, sm_120: 8.7, sm_121: 8.8).
+//
+// SM120/121 have the RTX Blackwell SM: a 128 KiB L1+shared array of which at
+// most 100 KiB is shared memory, 99 KiB of it for one block. They have no wgmma
+// and no tcgen05, so their fast path is the SM80 one (ldmatrix, mma.sync,
+// cp.async) while the PTX still targets sm_120.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Target/Arch.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
+#include <algorithm>
+#include <cassert>
+
+using namespace flashtile;
+
+static constexpr int64_t KiB = 1024;
+
+// clang-format off
+static const ArchInfo kArchTable[] = {
+  // chip         name      path            /blk      /SM       rsv    regs    maxR thr  blk ptx      minPTX
+  {Chip::sm_80,  "sm_80",  CodePath::Sm80,  163 * KiB, 164 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_80",  70},
+  {Chip::sm_86,  "sm_86",  CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 16, "sm_86",  71},
+  {Chip::sm_89,  "sm_89",  CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 24, "sm_89",  78},
+  // sm_90 takes the SM80 path until a wgmma/TMA path exists.
+  {Chip::sm_90,  "sm_90",  CodePath::Sm80,  227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_90",  78},
+  {Chip::sm_100, "sm_100", CodePath::Sm100, 227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_100", 86},
+  {Chip::sm_120, "sm_120", CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_120", 87},
+  {Chip::sm_121, "sm_121", CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_121", 88},
+};
+// clang-format on
+
+llvm::ArrayRef<ArchInfo> flashtile::getAllArchs() { return kArchTable; }
+
+const ArchInfo &flashtile::getArchInfo(Chip chip) {
+  const ArchInfo &info = kArchTable[static_cast<unsigned>(chip)];
+  assert(info.chip == chip && "kArchTable must follow the order of Chip");
+  return info;
+}
+
+const ArchInfo *flashtile::lookupArch(llvm::StringRef name) {
+  const auto *it = llvm::find_if(
+      kArchTable, [&](const ArchInfo &info) { return info.name == name; });
+  return it == std::end(kArchTable) ? nullptr : it;
+}
+
+std::string flashtile::knownArchNames() {
+  std::string names;
+  for (const ArchInfo &info : kArchTable) {
+    if (!names.empty())
+      names += ", ";
+    names += info.name.str();
+  }
+  return names;
+}
+
+llvm::StringRef flashtile::stringifyCodePath(CodePath path) {
+  switch (path) {
+  case CodePath::Sm80:
+    return "sm80";
+  case CodePath::Sm100:
+    return "sm100";
+  }
+  llvm_unreachable("unknown code path");
+}
+
+int64_t flashtile::blocksPerSMBySmem(const ArchInfo &arch,
+                                     int64_t bytesPerBlock) {
+  if (bytesPerBlock > arch.smemPerBlock)
+    return 0;
+  int64_t perBlock = bytesPerBlock + arch.smemReservedPerBlock;
+  return std::min(arch.smemPerSM / perBlock, arch.maxBlocksPerSM);
+}

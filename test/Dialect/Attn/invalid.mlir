@@ -1,0 +1,344 @@
+// RUN: flashtile-opt %s -split-input-file -verify-diagnostics
+// Every verifier error of the attn dialect, one per split.
+
+!t = memref<?x?x?x100xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{head_dim = 100 is not supported: it must be a multiple of 8 (one 16-byte copy of f16/bf16) from 8 to 256}}
+attn.kernel @head_dim_not_multiple_of_8 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x264xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{head_dim = 264 is not supported}}
+attn.kernel @head_dim_over_256 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!u = memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{mismatched dtypes: Q is 'f16' but V is 'bf16'}}
+attn.kernel @mismatched_dtypes arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !u, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{Q has element type 'f32'; supported: f16, bf16}}
+attn.kernel @f32_inputs arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf16>
+// expected-error @below {{LSE must be f32, got 'f16'}}
+attn.kernel @lse_not_f32 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!k = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{K has head_dim 64 but Q has 128}}
+attn.kernel @k_head_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !k, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!o = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{O has head_dim 64 but V has 128}}
+attn.kernel @o_head_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !o, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!s = memref<?x?x?x128xf16, strided<[?, ?, ?, 2]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{Q must have a contiguous last dimension (stride 1)}}
+attn.kernel @strided_last_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !s, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{expects 5 tensor arguments (Q, K, V, O, LSE), got 4}}
+attn.kernel @missing_lse arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{tile_m = 64 with warps = 8 does not give each warp whole 16-row mma tiles: tile_m must be a multiple of 16 * warps = 128 and at most 256}}
+attn.kernel @warps_do_not_divide_tile arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{tile_n = 40 must be a multiple of 16 (the K of the PV mma.m16n8k16) from 16 to 256}}
+attn.kernel @tile_n_not_mma_multiple arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 40, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{warps = 3 must be a power of two from 1 to 16}}
+attn.kernel @warps_not_power_of_two arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 96, tile_n = 64, stages = 1, warps = 3, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{stages = 5 must be from 1 to 4}}
+attn.kernel @too_many_stages arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 5, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+// expected-error @below {{unknown chip 'sm_75'; known chips: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121}}
+attn.kernel @unknown_chip arch(#attn.arch<sm_75>) {
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @causal_and_right_window arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{causal conflicts with window_right = 4: causal means window_right = 0}}
+  attn.attention %q, %k, %v -> %o, %lse {causal, window_right = 4} : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @bad_window arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{window (-2, -1) is invalid: each side is -1 (unbounded) or a number of keys >= 0}}
+  attn.attention %q, %k, %v -> %o, %lse {window_left = -2} : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @negative_scale arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{softmax_scale = -1.000000e+00 must be finite and positive}}
+  attn.attention %q, %k, %v -> %o, %lse {softmax_scale = -1.0 : f32} : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @swapped_operands arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{operand #0 must be the kernel's Q argument}}
+  attn.attention %k, %q, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @score_mod_signature arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{score_mod region must take (f32, index, index, index, index), got (f32)}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%s: f32):
+    attn.yield %s : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mask_mod_yield arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{mask_mod region must yield exactly one 'i1'}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    attn.yield %i : index
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @smem_not_shared arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{buffer must be in shared memory (address space 3), got 'memref<1x64x128xf16>'}}
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @negative_offset arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{offset = -128 is negative}}
+  %qs = attn.smem_alloc {name = "Q", offset = -128 : i64} : memref<1x64x128xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @copy_dtype arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xbf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{copies 'f16' into a 'bf16' buffer}}
+  attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x128xbf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @copy_row_width arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{source rows have 128 elements but buffer rows have 64}}
+  attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x64xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @load_frag_shape arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  // expected-error @below {{result must be '!attn.frag<64x128xf16>', got '!attn.frag<128x128xf16>'}}
+  %qf = attn.load_frag %qs : memref<1x64x128xf16, 3> -> !attn.frag<128x128xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_qk_head_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{Q has head_dim 128, K has 64}}
+  %s = attn.mma_qk %qs, %ks[%c0] : memref<1x64x128xf16, 3>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_qk_result arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{result must be '!attn.frag<64x32xf32>', got '!attn.frag<64x32xf16>'}}
+  %s = attn.mma_qk %qs, %ks[%c0] : memref<1x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_pv_dtype arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %vs = attn.smem_alloc {name = "V"} : memref<1x32x128xf16, 3>
+  %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xbf16>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{mismatched dtypes: P is 'bf16', V is 'f16'}}
+  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64x32xbf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @softmax_rows arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
+  %m = attn.splat {value = 0.0 : f32} : !attn.frag<128xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  // expected-error @below {{row_max must be '!attn.frag<64xf32>', got '!attn.frag<128xf32>'}}
+  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc {scale_log2 = 1.0 : f32}
+      : !attn.frag<64x32xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @epilogue_stage arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x32x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  // expected-error @below {{staging buffer must be 1x64x128, got 'memref<1x32x128xf16, 3>'}}
+  attn.epilogue %acc, %r, %r, %os -> %o[%b, %m, %h], %lse {softmax_scale = 1.0 : f32}
+    : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x32x128xf16, 3> -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @kv_loop_yield arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c0 = arith.constant 0 : index
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %w = attn.splat {value = 0.0 : f32} : !attn.frag<32xf32>
+  // expected-error @below {{body must yield '!attn.frag<64xf32>'}}
+  %x = attn.kv_loop %c0 to %c0 iter_args(%r) : !attn.frag<64xf32> -> !attn.frag<64xf32> {
+  ^bb0(%j: index, %ri: !attn.frag<64xf32>):
+    attn.yield %w : !attn.frag<32xf32>
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @frag_rank_3 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{!attn.frag must have rank 1 or 2, got rank 3}}
+  %x = attn.splat {value = 0.0 : f32} : !attn.frag<2x64x64xf32>
+}

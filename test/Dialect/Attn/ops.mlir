@@ -1,0 +1,70 @@
+// RUN: flashtile-opt %s | flashtile-opt | FileCheck %s
+// Kernel-level and tile-level IR round-trips through the printer and parser.
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+
+// CHECK-LABEL: attn.kernel @kernel_level arch(#attn.arch<sm_120>)
+// CHECK:         attn.attention %{{.*}}, %{{.*}}, %{{.*}} -> %{{.*}}, %{{.*}} {causal, softmax_scale = 1.250000e-01 : f32, window_left = 64 : i64}
+// CHECK:         score_mod {
+// CHECK:           attn.yield %{{.*}} : f32
+// CHECK:         } mask_mod {
+// CHECK:           attn.yield %{{.*}} : i1
+attn.kernel @kernel_level arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse {causal, window_left = 64, softmax_scale = 0.125 : f32}
+    : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    attn.yield %s : f32
+  } mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %keep = arith.cmpi sge, %i, %j : index
+    attn.yield %keep : i1
+  }
+}
+
+// CHECK-LABEL: attn.kernel @with_config arch(#attn.arch<sm_80>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = false>)
+attn.kernel @with_config arch(#attn.arch<sm_80>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// CHECK-LABEL: attn.kernel @tile_level
+// CHECK:         %[[QS:.*]] = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x128xf16, 3>
+// CHECK:         %[[QF:.*]] = attn.load_frag %[[QS]] : memref<1x64x128xf16, 3> -> !attn.frag<64x128xf16>
+// CHECK:         attn.kv_loop %{{.*}} to %{{.*}} iter_args(%{{.*}}, %{{.*}}, %{{.*}}) : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> attributes {masked}
+// CHECK:           attn.mma_qk %[[QF]], %{{.*}}[%{{.*}}] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
+// CHECK:           attn.online_softmax
+// CHECK:           attn.mma_pv
+// CHECK:         attn.epilogue
+attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x128xf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<2x32x128xf16, 3>
+  %vs = attn.smem_alloc {name = "V"} : memref<2x32x128xf16, 3>
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %begin, %ub, %ue, %end = attn.kv_bounds %m, %sq, %sk {tile_m = 64, tile_n = 32, window_left = -1, window_right = 0}
+  attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x128xf16, 3>
+  attn.async_wait {pending = 0}
+  attn.barrier
+  %qf = attn.load_frag %qs : memref<1x64x128xf16, 3> -> !attn.frag<64x128xf16>
+  %m0 = attn.splat {value = 0xFF800000 : f32} : !attn.frag<64xf32>
+  %l0 = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %a0 = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %r:3 = attn.kv_loop %ue to %end iter_args(%m0, %l0, %a0)
+      : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32>
+      -> !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> attributes {masked} {
+  ^bb0(%j: index, %mi: !attn.frag<64xf32>, %li: !attn.frag<64xf32>, %ai: !attn.frag<64x128xf32>):
+    attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<2x32x128xf16, 3>
+    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
+    %sm = attn.mask %s, %m, %j, %sq, %sk {window_left = -1, window_right = 0} : !attn.frag<64x32xf32>
+    %p, %m1, %l1, %a1 = attn.online_softmax %sm, %mi, %li, %ai {scale_log2 = 0.1275 : f32}
+        : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
+    %a2 = attn.mma_pv %p, %vs[%j], %a1 : !attn.frag<64x32xf16>, memref<2x32x128xf16, 3>, !attn.frag<64x128xf32>
+    attn.yield %m1, %l1, %a2 : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32>
+  }
+  attn.epilogue %r#2, %r#0, %r#1, %os -> %o[%b, %m, %h], %lse {softmax_scale = 0.088 : f32}
+    : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x128xf16, 3> -> !t, !lse
+}

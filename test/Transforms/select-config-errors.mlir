@@ -1,0 +1,39 @@
+// RUN: flashtile-opt %s -split-input-file -verify-diagnostics \
+// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-select-config{tile-m=128 tile-n=128 stages=2 q-in-regs=0}))'
+
+// sm_100 parses, but its code path is not implemented.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{chip sm_100 needs the tcgen05/TMEM code path, which is not implemented; the sm80 code path (ldmatrix, mma.sync, cp.async) serves sm_80, sm_86, sm_89, sm_90, sm_120 and sm_121}}
+attn.kernel @sm100 arch(#attn.arch<sm_100>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+// Pins that leave nothing feasible: every candidate is listed with its reason.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{no feasible config on sm_120 for the pinned parameters}}
+// expected-note @below {{tile_m = 128, tile_n = 128, stages = 2, warps = 8, q_in_regs = false: needs 163840 B of shared memory, over the 101376 B per-block limit of sm_120}}
+// expected-note @below {{tile_m = 128, tile_n = 128, stages = 2, warps = 4, q_in_regs = false: needs 163840 B of shared memory}}
+attn.kernel @nothing_fits arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+// Hooks verify, but the tile program does not implement them yet.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @hooks arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{score_mod / mask_mod hooks are parsed and verified, but their expansion into the tile program is not implemented yet}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    attn.yield %s : f32
+  }
+}

@@ -1,0 +1,473 @@
+//===- flashtile-compile.cpp - The FlashTile compiler driver --------------===//
+//
+// Takes an attention kernel, from an .mlir file or from the flags of the
+// built-in FlashAttention-forward spec, runs the compile pipeline and emits
+// what was asked:
+//
+//   flashtile-compile --arch=sm_120 --dtype=f16 --head-dim=128 --emit=plan
+//   flashtile-compile kernel.mlir --emit=plan --format=json
+//
+// Every problem is a diagnostic with a location and a non-zero exit code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/DSL/FlashAttention.h"
+#include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+namespace cl = llvm::cl;
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+static cl::OptionCategory specCat("Built-in FlashAttention-forward spec "
+                                  "(when no input file is given)");
+static cl::OptionCategory configCat("Tile configuration (unset: chosen by "
+                                    "config selection)");
+static cl::OptionCategory outputCat("Output");
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("[kernel.mlir]"),
+                                      cl::init(""));
+static cl::opt<std::string> archName("arch", cl::desc("Target chip"),
+                                     cl::init("sm_120"), cl::cat(specCat));
+static cl::opt<std::string> dtypeName("dtype", cl::desc("f16 or bf16"),
+                                      cl::init("f16"), cl::cat(specCat));
+static cl::opt<int64_t> headDim("head-dim", cl::desc("Head dim of Q and K"),
+                                cl::init(0), cl::cat(specCat));
+static cl::opt<int64_t> headDimV("head-dim-v",
+                                 cl::desc("Head dim of V and O (default: "
+                                          "--head-dim)"),
+                                 cl::init(0), cl::cat(specCat));
+static cl::opt<bool> causal("causal",
+                            cl::desc("Causal mask, aligned bottom-right"),
+                            cl::init(false), cl::cat(specCat));
+static cl::opt<std::string> kernelName("kernel-name",
+                                       cl::desc("Symbol of the kernel"),
+                                       cl::init("flash_fwd"),
+                                       cl::cat(specCat));
+
+static cl::opt<int64_t> tileM("tile-m", cl::desc("Query rows per block"),
+                              cl::init(0), cl::cat(configCat));
+static cl::opt<int64_t> tileN("tile-n", cl::desc("KV rows per loop step"),
+                              cl::init(0), cl::cat(configCat));
+static cl::opt<int64_t> stages("stages", cl::desc("K/V shared-memory slots"),
+                               cl::init(0), cl::cat(configCat));
+static cl::opt<int64_t> warps("warps", cl::desc("Warps per block"),
+                              cl::init(0), cl::cat(configCat));
+static cl::opt<std::string> qInRegs("q-in-regs",
+                                    cl::desc("true or false: keep Q in "
+                                             "registers during the KV loop"),
+                                    cl::init(""), cl::cat(configCat));
+
+enum class Emit { Plan, Configs, Mlir };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("What to emit"), cl::init(Emit::Plan),
+    cl::values(clEnumValN(Emit::Plan, "plan",
+                          "the chosen config and the shared-memory plan"),
+               clEnumValN(Emit::Configs, "configs",
+                          "every candidate config, ranked, with its score or "
+                          "the reason it was rejected"),
+               clEnumValN(Emit::Mlir, "mlir", "the tile-level IR")),
+    cl::cat(outputCat));
+enum class Format { Text, Json };
+static cl::opt<Format> format(
+    "format", cl::desc("Format of --emit=plan|configs"), cl::init(Format::Text),
+    cl::values(clEnumValN(Format::Text, "text", "for people"),
+               clEnumValN(Format::Json, "json", "one JSON object")),
+    cl::cat(outputCat));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(outputCat));
+
+//===----------------------------------------------------------------------===//
+// Input
+//===----------------------------------------------------------------------===//
+
+/// True when any built-in spec flag was given.
+static bool specFlagsGiven() {
+  return archName.getNumOccurrences() || dtypeName.getNumOccurrences() ||
+         headDim.getNumOccurrences() || headDimV.getNumOccurrences() ||
+         causal.getNumOccurrences() || kernelName.getNumOccurrences();
+}
+
+/// The module to compile: parsed from the input file, or built from flags.
+static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
+                                       llvm::SourceMgr &sourceMgr) {
+  if (!inputFile.empty()) {
+    if (specFlagsGiven()) {
+      emitError(UnknownLoc::get(&ctx))
+          << "--arch/--dtype/--head-dim/--head-dim-v/--causal/--kernel-name "
+             "describe the built-in kernel and cannot be combined with an "
+             "input file; the file's attn.kernel carries them";
+      return nullptr;
+    }
+    std::string message;
+    std::unique_ptr<llvm::MemoryBuffer> buffer =
+        openInputFile(inputFile, &message);
+    if (!buffer) {
+      emitError(UnknownLoc::get(&ctx))
+          << "cannot read '" << inputFile << "': " << message;
+      return nullptr;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
+    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  }
+
+  Location loc = FileLineColLoc::get(&ctx, "<flashtile-compile flags>", 0, 0);
+  if (headDim == 0) {
+    emitError(loc) << "give an .mlir file, or --head-dim=N (with --arch, "
+                      "--dtype, ...) for the built-in FlashAttention forward";
+    return nullptr;
+  }
+  const ArchInfo *arch = lookupArch(archName);
+  if (!arch) {
+    emitError(loc) << "unknown chip '" << archName
+                   << "'; known chips: " << knownArchNames();
+    return nullptr;
+  }
+  dsl::AttentionSpec spec;
+  spec.name = kernelName;
+  spec.chip = arch->chip;
+  if (dtypeName == "f16" || dtypeName == "bf16") {
+    spec.dtype = dtypeName == "f16" ? dsl::DType::F16 : dsl::DType::BF16;
+  } else {
+    emitError(loc) << "unknown dtype '" << dtypeName
+                   << "'; supported: f16, bf16";
+    return nullptr;
+  }
+  spec.headDim = headDim;
+  spec.headDimV = headDimV;
+  spec.causal = causal;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  if (failed(dsl::buildAttentionKernel(*module, spec, loc)))
+    return nullptr;
+  return module;
+}
+
+/// The config flags as pins for config selection.
+static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
+  ConfigOverrides pins;
+  auto pin = [](int64_t value) {
+    return value ? std::optional<int64_t>(value) : std::nullopt;
+  };
+  pins.tileM = pin(tileM);
+  pins.tileN = pin(tileN);
+  pins.stages = pin(stages);
+  pins.warps = pin(warps);
+  if (qInRegs == "true" || qInRegs == "false")
+    pins.qInRegs = qInRegs == "true";
+  else if (!qInRegs.empty())
+    return emitError(UnknownLoc::get(&ctx))
+           << "--q-in-regs must be true or false, got '" << qInRegs << "'";
+  return pins;
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+/// What the kernel-level op said, kept before expansion erases it.
+struct KernelSummary {
+  std::string name;
+  std::string dtype;
+  int64_t headDim, headDimV;
+  bool causal;
+  int64_t windowLeft, windowRight;
+  float scale;
+};
+
+static KernelSummary summarize(KernelOp kernel) {
+  KernelSummary s;
+  s.name = kernel.getSymName().str();
+  auto qType = cast<MemRefType>(kernel.getQ().getType());
+  llvm::raw_string_ostream(s.dtype) << qType.getElementType();
+  s.headDim = qType.getDimSize(3);
+  s.headDimV = cast<MemRefType>(kernel.getV().getType()).getDimSize(3);
+  AttentionOp attention = *kernel.getBodyBlock().getOps<AttentionOp>().begin();
+  s.causal = attention.getCausal();
+  std::tie(s.windowLeft, s.windowRight) = attention.getEffectiveWindow();
+  s.scale = attention.getScale();
+  return s;
+}
+
+static std::string shapeString(MemRefType type) {
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  os << type.getDimSize(0) << "x" << type.getDimSize(1) << "x"
+     << type.getDimSize(2) << "x" << type.getElementType();
+  return str;
+}
+
+static void printPlanText(llvm::raw_ostream &os, KernelOp kernel,
+                          const KernelSummary &s) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  ConfigAttr c = kernel.getConfigAttr();
+  int64_t total = *kernel.getSmemBytes();
+  os << "kernel @" << s.name << " for " << arch.name << " (code path "
+     << stringifyCodePath(arch.codePath) << ")\n";
+  os << "  " << s.dtype << ", head_dim " << s.headDim << ", head_dim_v "
+     << s.headDimV;
+  if (s.causal)
+    os << ", causal";
+  else if (s.windowLeft >= 0 || s.windowRight >= 0)
+    os << ", window (" << s.windowLeft << ", " << s.windowRight << ")";
+  os << ", softmax_scale " << llvm::format("%g", s.scale) << "\n";
+  os << "  config: tile_m=" << c.getTileM() << " tile_n=" << c.getTileN()
+     << " stages=" << c.getStages() << " warps=" << c.getWarps()
+     << " q_in_regs=" << (c.getQInRegs() ? "true" : "false") << "\n";
+  os << "  shared memory plan:\n";
+  os << llvm::formatv("    {0,-6} {1,8} {2,8}  {3,-18} {4}\n", "buffer",
+                      "offset", "bytes", "shape", "shares bytes with");
+  SmallVector<BufferPlacement> buffers = *readAllocatedBuffers(kernel);
+  for (const BufferPlacement &b : buffers) {
+    std::string shares;
+    for (const BufferPlacement &other : buffers)
+      if (other.alloc != b.alloc && b.bytes && other.bytes &&
+          b.sharesBytesWith(other))
+        shares += (shares.empty() ? "" : ", ") + other.alloc.getName().str();
+    os << llvm::formatv("    {0,-6} {1,8} {2,8}  {3,-18} {4}\n",
+                        b.alloc.getName(), b.offset, b.bytes,
+                        shapeString(b.alloc.getType()),
+                        shares.empty() ? "-" : shares);
+  }
+  os << llvm::formatv("  total: {0} B of {1} B per block ({2:F1} of {3:F1} "
+                      "KiB)\n",
+                      total, arch.smemPerBlock, total / 1024.0,
+                      arch.smemPerBlock / 1024.0);
+  os << "  blocks per SM by shared memory: " << blocksPerSMBySmem(arch, total)
+     << " (" << arch.smemPerSM << " B per SM, " << arch.smemReservedPerBlock
+     << " B reserved per block)\n";
+}
+
+static llvm::json::Object planJson(KernelOp kernel, const KernelSummary &s) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  ConfigAttr c = kernel.getConfigAttr();
+  int64_t total = *kernel.getSmemBytes();
+  llvm::json::Array buffers;
+  SmallVector<BufferPlacement> placements = *readAllocatedBuffers(kernel);
+  for (const BufferPlacement &b : placements) {
+    MemRefType type = b.alloc.getType();
+    buffers.push_back(llvm::json::Object{
+        {"name", b.alloc.getName()},
+        {"offset", b.offset},
+        {"bytes", b.bytes},
+        {"shape", llvm::json::Array{type.getDimSize(0), type.getDimSize(1),
+                                    type.getDimSize(2)}},
+        {"live", llvm::json::Array{b.live.begin, b.live.end}}});
+  }
+  return llvm::json::Object{
+      {"kernel", s.name},
+      {"arch", arch.name},
+      {"code_path", stringifyCodePath(arch.codePath)},
+      {"dtype", s.dtype},
+      {"head_dim", s.headDim},
+      {"head_dim_v", s.headDimV},
+      {"causal", s.causal},
+      {"window", llvm::json::Array{s.windowLeft, s.windowRight}},
+      {"softmax_scale", s.scale},
+      {"config",
+       llvm::json::Object{{"tile_m", c.getTileM()},
+                          {"tile_n", c.getTileN()},
+                          {"stages", c.getStages()},
+                          {"warps", c.getWarps()},
+                          {"q_in_regs", c.getQInRegs()}}},
+      {"buffers", std::move(buffers)},
+      {"smem_bytes", total},
+      {"smem_limit_bytes", arch.smemPerBlock},
+      {"smem_per_sm_bytes", arch.smemPerSM},
+      {"smem_reserved_per_block_bytes", arch.smemReservedPerBlock},
+      {"blocks_per_sm_by_smem", blocksPerSMBySmem(arch, total)},
+  };
+}
+
+static void printConfigs(llvm::raw_ostream &os, KernelOp kernel,
+                         ArrayRef<ConfigCandidate> candidates) {
+  if (format == Format::Json) {
+    llvm::json::Array list;
+    for (const ConfigCandidate &c : candidates) {
+      llvm::json::Object entry{
+          {"config", llvm::json::Object{{"tile_m", c.config.getTileM()},
+                                        {"tile_n", c.config.getTileN()},
+                                        {"stages", c.config.getStages()},
+                                        {"warps", c.config.getWarps()},
+                                        {"q_in_regs", c.config.getQInRegs()}}},
+          {"feasible", c.isFeasible()},
+          {"smem_bytes", c.smemBytes}};
+      if (c.isFeasible()) {
+        entry["score"] = c.score;
+        entry["estimated_regs"] = c.estimatedRegs;
+        entry["blocks_per_sm"] = c.blocksPerSM;
+        entry["resident_warps"] = c.residentWarps;
+      } else {
+        entry["rejection"] = c.rejection;
+      }
+      list.push_back(std::move(entry));
+    }
+    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                     {"kernel", kernel.getSymName()},
+                                     {"arch", kernel.getArch().getInfo().name},
+                                     {"candidates", std::move(list)}}))
+       << "\n";
+    return;
+  }
+  os << "config candidates for @" << kernel.getSymName() << " on "
+     << kernel.getArch().getInfo().name << ", best first:\n";
+  os << llvm::formatv("  {0,6} {1,6} {2,6} {3,5} {4,9}  {5,7} {6,8} {7,5} "
+                      "{8,6}  {9}\n",
+                      "tile_m", "tile_n", "stages", "warps", "q_in_regs",
+                      "score", "smem B", "regs", "warps", "(per SM)");
+  for (const ConfigCandidate &c : candidates) {
+    os << llvm::formatv("  {0,6} {1,6} {2,6} {3,5} {4,9}  ", c.config.getTileM(),
+                        c.config.getTileN(), c.config.getStages(),
+                        c.config.getWarps(),
+                        c.config.getQInRegs() ? "true" : "false");
+    if (c.isFeasible())
+      os << llvm::formatv("{0,7:F3} {1,8} {2,5} {3,6}\n", c.score, c.smemBytes,
+                          c.estimatedRegs, c.residentWarps);
+    else
+      os << "rejected: " << c.rejection << "\n";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions({&specCat, &configCat, &outputCat});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "FlashTile: compiles FlashAttention-style kernels for NVIDIA GPUs.\n\n"
+      "  flashtile-compile --arch=sm_120 --dtype=f16 --head-dim=128 "
+      "[--causal] --emit=plan\n"
+      "  flashtile-compile kernel.mlir --emit=plan --format=json\n");
+
+  MLIRContext ctx;
+  // Diagnostics name the problem; a dump of the whole kernel buries it.
+  ctx.printOpOnDiagnostic(false);
+  ctx.loadDialect<AttnDialect, arith::ArithDialect>();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
+
+  OwningOpRef<ModuleOp> module = loadInput(ctx, sourceMgr);
+  if (!module)
+    return 1;
+  FailureOr<ConfigOverrides> pins = readOverrides(ctx);
+  if (failed(pins))
+    return 1;
+
+  SmallVector<KernelOp> kernels = llvm::to_vector(module->getOps<KernelOp>());
+  if (kernels.empty()) {
+    emitError(module->getLoc()) << "the input has no attn.kernel";
+    return 1;
+  }
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      openOutputFile(outputFile, &errorMessage);
+  if (!output) {
+    emitError(UnknownLoc::get(&ctx)) << errorMessage;
+    return 1;
+  }
+  llvm::raw_ostream &os = output->os();
+
+  if (emit == Emit::Configs) {
+    for (KernelOp kernel : kernels) {
+      if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+        return 1;
+      printConfigs(os, kernel, rankConfigs(kernel, *pins));
+    }
+    output->keep();
+    return 0;
+  }
+
+  SmallVector<KernelSummary> summaries;
+  for (KernelOp kernel : kernels) {
+    if (kernel.getBodyBlock().getOps<AttentionOp>().empty()) {
+      kernel.emitError() << "flashtile-compile expects kernel-level input "
+                            "(an attn.attention op)";
+      return 1;
+    }
+    summaries.push_back(summarize(kernel));
+  }
+
+  PassManager pm(&ctx);
+  OpPassManager &kernelPm = pm.nest<KernelOp>();
+  AttnSelectConfigOptions selectOptions;
+  selectOptions.tileM = pins->tileM.value_or(0);
+  selectOptions.tileN = pins->tileN.value_or(0);
+  selectOptions.stages = pins->stages.value_or(0);
+  selectOptions.warps = pins->warps.value_or(0);
+  selectOptions.qInRegs = pins->qInRegs ? int(*pins->qInRegs) : -1;
+  bool fullyPinned = pins->tileM && pins->tileN && pins->stages &&
+                     pins->warps && pins->qInRegs;
+  if (fullyPinned) {
+    // An explicit config is taken as is: the allocator is its judge.
+    for (KernelOp kernel : kernels) {
+      ConfigAttr config = ConfigAttr::getChecked(
+          [&] { return kernel.emitError() << "invalid config: "; }, &ctx,
+          *pins->tileM, *pins->tileN, *pins->stages, *pins->warps,
+          *pins->qInRegs);
+      if (!config)
+        return 1;
+      kernel.setConfigAttr(config);
+    }
+  }
+  kernelPm.addPass(createAttnSelectConfig(selectOptions));
+  kernelPm.addPass(createAttnExpandToTiles());
+  kernelPm.addPass(createAttnAllocateSharedMemory());
+  kernelPm.addPass(createAttnInsertBarriers());
+  if (failed(pm.run(*module)))
+    return 1;
+
+  switch (emit) {
+  case Emit::Mlir:
+    module->print(os);
+    os << "\n";
+    break;
+  case Emit::Plan:
+    if (format == Format::Json) {
+      if (kernels.size() == 1) {
+        os << llvm::formatv("{0:2}",
+                            llvm::json::Value(planJson(kernels[0], summaries[0])))
+           << "\n";
+      } else {
+        llvm::json::Array all;
+        for (auto [kernel, summary] : llvm::zip(kernels, summaries))
+          all.push_back(planJson(kernel, summary));
+        os << llvm::formatv("{0:2}", llvm::json::Value(std::move(all))) << "\n";
+      }
+    } else {
+      for (auto [kernel, summary] : llvm::zip(kernels, summaries))
+        printPlanText(os, kernel, summary);
+    }
+    break;
+  case Emit::Configs:
+    break;
+  }
+  output->keep();
+  return 0;
+}

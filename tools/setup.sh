@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the compile-side toolchain on Debian 12 when it is missing:
+# LLVM/MLIR 22 (bookworm-security), ninja, ccache, pybind11, GoogleTest, lit.
+# Quick (a few dpkg queries) when everything is already present.
+set -euo pipefail
+
+pkgs=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+      ninja-build ccache pybind11-dev libgtest-dev python3-dev)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x /usr/lib/llvm-22/bin/mlir-tblgen ]; then
+  echo "setup: error: /usr/lib/llvm-22/bin/mlir-tblgen is missing after install" >&2
+  exit 1
+fi
