@@ -17,16 +17,18 @@
 // CHECK:         %[[LAST:.*]] = arith.subi %[[END]], %{{.*}} : index
 // CHECK:         attn.copy_async %{{.*}}[%[[B]], %[[LAST]], %[[HKV]]] -> %[[KS]]
 // CHECK-NOT:     attn.load_frag
+// CHECK:         %[[SCALE:.*]] = attn.softmax_scale {default_value = 1.250000e-01 : f32} : f32
+// CHECK:         %[[SCALE_LOG2:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
 // CHECK:         %[[R1:.*]]:3 = attn.kv_loop %[[UE]] to %[[END]] {{.*}} attributes {masked}
 // CHECK:           attn.mma_qk %[[QS]], %[[KS]]
 // CHECK:           attn.mask {{.*}} {window_left = -1 : i64, window_right = 0 : i64}
-// CHECK:           attn.online_softmax {{.*}} {scale_log2 = 0.180336878 : f32}
+// CHECK:           attn.online_softmax %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE_LOG2]] :
 // CHECK:         %[[R2:.*]]:3 = attn.kv_loop %[[UB]] to %[[UE]] iter_args(%[[R1]]#0, %[[R1]]#1, %[[R1]]#2)
 // CHECK-NOT:       attn.mask
 // CHECK:           attn.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    attn.async_wait {pending = 0 : i64}
-// CHECK-NEXT:    attn.epilogue %[[R2]]#2, %[[R2]]#0, %[[R2]]#1, %[[OS]]
+// CHECK-NEXT:    attn.epilogue %[[R2]]#2, %[[R2]]#0, %[[R2]]#1, %[[OS]], %[[SCALE]]
 // CHECK-NOT:     attn.kv_loop
 attn.kernel @causal arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):

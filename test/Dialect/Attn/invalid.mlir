@@ -297,8 +297,9 @@ attn.kernel @softmax_rows arch(#attn.arch<sm_120>) {
   %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
   %m = attn.splat {value = 0.0 : f32} : !attn.frag<128xf32>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c = arith.constant 1.0 : f32
   // expected-error @below {{row_max must be '!attn.frag<64xf32>', got '!attn.frag<128xf32>'}}
-  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc {scale_log2 = 1.0 : f32}
+  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc, %c
       : !attn.frag<64x32xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
 }
 
@@ -312,8 +313,9 @@ attn.kernel @epilogue_stage arch(#attn.arch<sm_120>) {
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c = arith.constant 1.0 : f32
   // expected-error @below {{staging buffer must be 1x64x128, got 'memref<1x32x128xf16, 3>'}}
-  attn.epilogue %acc, %r, %r, %os -> %o[%b, %m, %h], %lse {softmax_scale = 1.0 : f32}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
     : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x32x128xf16, 3> -> !t, !lse
 }
 

@@ -35,7 +35,7 @@ attn.kernel @with_config arch(#attn.arch<sm_80>) config(#attn.config<tile_m = 64
 // CHECK:         %[[QF:.*]] = attn.load_frag %[[QS]] : memref<1x64x128xf16, 3> -> !attn.frag<64x128xf16>
 // CHECK:         attn.kv_loop %{{.*}} to %{{.*}} iter_args(%{{.*}}, %{{.*}}, %{{.*}}) : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> attributes {masked}
 // CHECK:           attn.mma_qk %[[QF]], %{{.*}}[%{{.*}}] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
-// CHECK:           attn.online_softmax
+// CHECK:           attn.online_softmax %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C:.*]] :
 // CHECK:           attn.mma_pv
 // CHECK:         attn.epilogue
 attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = true>) {
@@ -50,6 +50,9 @@ attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
   attn.async_wait {pending = 0}
   attn.barrier
   %qf = attn.load_frag %qs : memref<1x64x128xf16, 3> -> !attn.frag<64x128xf16>
+  %scale = attn.softmax_scale {default_value = 0.088 : f32} : f32
+  %log2e = arith.constant 1.44269502 : f32
+  %c = arith.mulf %scale, %log2e : f32
   %m0 = attn.splat {value = 0xFF800000 : f32} : !attn.frag<64xf32>
   %l0 = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
   %a0 = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
@@ -60,11 +63,11 @@ attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
     attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<2x32x128xf16, 3>
     %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
     %sm = attn.mask %s, %m, %j, %sq, %sk {window_left = -1, window_right = 0} : !attn.frag<64x32xf32>
-    %p, %m1, %l1, %a1 = attn.online_softmax %sm, %mi, %li, %ai {scale_log2 = 0.1275 : f32}
+    %p, %m1, %l1, %a1 = attn.online_softmax %sm, %mi, %li, %ai, %c
         : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
     %a2 = attn.mma_pv %p, %vs[%j], %a1 : !attn.frag<64x32xf16>, memref<2x32x128xf16, 3>, !attn.frag<64x128xf32>
     attn.yield %m1, %l1, %a2 : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32>
   }
-  attn.epilogue %r#2, %r#0, %r#1, %os -> %o[%b, %m, %h], %lse {softmax_scale = 0.088 : f32}
+  attn.epilogue %r#2, %r#0, %r#1, %os, %scale -> %o[%b, %m, %h], %lse
     : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x128xf16, 3> -> !t, !lse
 }

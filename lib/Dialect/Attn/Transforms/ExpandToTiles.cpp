@@ -42,6 +42,7 @@ struct TileProgramBuilder {
   Value qs, ks, vs, os;
   Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
   Value qOperand;
+  Value scale, scaleLog2;
 
   MemRefType smemType(int64_t slots, int64_t rows, int64_t cols) {
     return MemRefType::get({slots, rows, cols}, dtype, MemRefLayoutAttrInterface(),
@@ -138,11 +139,10 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
   if (masked)
     s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
                        windowRight);
-  float scaleLog2 = attention.getScale() * static_cast<float>(M_LOG2E);
   auto softmax = OnlineSoftmaxOp::create(
       b, loc, fragType({config.getTileM(), config.getTileN()}, dtype),
       rowMax.getType(), rowSum.getType(), acc.getType(), s, rowMax, rowSum, acc,
-      b.getF32FloatAttr(scaleLog2));
+      scaleLog2);
   // V[j] has landed and every warp is done with Q K[j]^T: K's slot is free.
   waitAndSync(steadyPending());
   copy(kernel.getK(), minus(j, stages), kvHead, ks);
@@ -180,6 +180,13 @@ void TileProgramBuilder::build() {
 
   buildPrologue(bounds.getEnd());
 
+  // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.
+  scale = SoftmaxScaleOp::create(b, loc, b.getF32Type(),
+                                 b.getF32FloatAttr(attention.getScale()));
+  Value log2e = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+  scaleLog2 = arith::MulFOp::create(b, loc, scale, log2e);
+
   Type f32 = b.getF32Type();
   FragType rowType = fragType({tileM}, f32);
   Value rowMax = SplatOp::create(
@@ -206,8 +213,7 @@ void TileProgramBuilder::build() {
   // the epilogue writes bytes they could land in.
   AsyncWaitOp::create(b, loc, 0);
   EpilogueOp::create(b, loc, state[2], state[0], state[1], os, kernel.getO(),
-                     batch, mBlock, head, kernel.getLse(),
-                     b.getF32FloatAttr(attention.getScale()));
+                     batch, mBlock, head, kernel.getLse(), scale);
 }
 
 LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {

@@ -189,6 +189,23 @@ def Attn_KVBoundsOp : Attn_Op<"kv_bounds", [Pure]> {
   let assemblyFormat = "$m_block `,` $seqlen_q `,` $seqlen_k attr-dict";
 }
 
+def Attn_SoftmaxScaleOp : Attn_Op<"softmax_scale", [Pure]> {
+  let summary = "The run-time softmax scale (a kernel parameter)";
+  let description = [{
+    The scale applied to Q K^T, read from the kernel's `softmax_scale`
+    parameter so that one compiled kernel serves any scale. `default_value` is the
+    value the attention op asked for (1/sqrt(head_dim) unless given); the
+    runtimes pass it when the caller gives none.
+
+    ```mlir
+    %scale = attn.softmax_scale {default_value = 0.0883883461 : f32} : f32
+    ```
+  }];
+  let arguments = (ins F32Attr:$default_value);
+  let results = (outs F32:$scale);
+  let assemblyFormat = "attr-dict `:` type($scale)";
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level: shared memory and copies
 //===----------------------------------------------------------------------===//
@@ -339,7 +356,8 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     AllTypesMatch<["acc", "new_acc"]>]> {
   let summary = "One step of the online softmax, in the exp2 domain";
   let description = [{
-    With `c = scale_log2 = softmax_scale * log2(e)` and `m` the running row
+    With `c = scale_log2 = softmax_scale * log2(e)` (a run-time value) and
+    `m` the running row
     max of the raw scores:
     `m' = max(m, rowmax(s))`, `p = exp2(c*s - c*m')`,
     `l' = l * exp2(c*m - c*m') + rowsum(p)`, `acc' = acc * exp2(c*m - c*m')`.
@@ -348,17 +366,17 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     rescales by 1 and gives p = 0, never NaN.
 
     ```mlir
-    %p, %m1, %l1, %acc1 = attn.online_softmax %s, %m, %l, %acc {scale_log2 = 0.1275 : f32}
+    %p, %m1, %l1, %acc1 = attn.online_softmax %s, %m, %l, %acc, %scale_log2
       : !attn.frag<128x64xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
         -> !attn.frag<128x64xf16>
     ```
   }];
   let arguments = (ins Attn_Frag:$s, Attn_Frag:$row_max, Attn_Frag:$row_sum,
-                       Attn_Frag:$acc, F32Attr:$scale_log2);
+                       Attn_Frag:$acc, F32:$scale_log2);
   let results = (outs Attn_Frag:$p, Attn_Frag:$new_row_max,
                       Attn_Frag:$new_row_sum, Attn_Frag:$new_acc);
   let assemblyFormat = [{
-    $s `,` $row_max `,` $row_sum `,` $acc attr-dict `:` qualified(type($s)) `,`
+    $s `,` $row_max `,` $row_sum `,` $acc `,` $scale_log2 attr-dict `:` qualified(type($s)) `,`
     qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($acc)) `->` qualified(type($p))
   }];
   let hasVerifier = 1;
@@ -427,7 +445,7 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
     `l = 0` stores O = 0 and LSE = -inf.
 
     ```mlir
-    attn.epilogue %acc, %m, %l, %os -> %o[%b, %mb, %h], %lse {softmax_scale = 0.088 : f32}
+    attn.epilogue %acc, %m, %l, %os, %scale -> %o[%b, %mb, %h], %lse
       : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, memref<1x128x128xf16, 3>
         -> memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>, memref<?x?x?xf32>
     ```
@@ -435,9 +453,9 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
   let arguments = (ins Attn_Frag:$acc, Attn_Frag:$row_max, Attn_Frag:$row_sum,
                        Arg<Attn_SharedBuffer, "", [MemWrite, MemRead]>:$stage,
                        Attn_GlobalTensor:$o, Index:$batch, Index:$m_block,
-                       Index:$head, Attn_LseTensor:$lse, F32Attr:$softmax_scale);
+                       Index:$head, Attn_LseTensor:$lse, F32:$softmax_scale);
   let assemblyFormat = [{
-    $acc `,` $row_max `,` $row_sum `,` $stage `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
+    $acc `,` $row_max `,` $row_sum `,` $stage `,` $softmax_scale `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
     attr-dict `:` qualified(type($acc)) `,` qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($stage))
     `->` qualified(type($o)) `,` qualified(type($lse))
   }];
