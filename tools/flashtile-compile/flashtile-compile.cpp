@@ -6,16 +6,21 @@
 //
 //   flashtile-compile --arch=sm_120 --dtype=f16 --head-dim=128 --emit=plan
 //   flashtile-compile kernel.mlir --emit=plan --format=json
+//   flashtile-compile --head-dim=128 --causal --emit=cubin -o k.cubin \
+//       --metadata k.json --report
 //
 // Every problem is a diagnostic with a location and a non-zero exit code.
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+#include "flashtile/Conversion/Passes.h"
 #include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
+#include "flashtile/Target/PTX.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -24,11 +29,14 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -63,6 +71,10 @@ static cl::opt<int64_t> headDimV("head-dim-v",
 static cl::opt<bool> causal("causal",
                             cl::desc("Causal mask, aligned bottom-right"),
                             cl::init(false), cl::cat(specCat));
+static cl::opt<std::string> window(
+    "window",
+    cl::desc("Sliding window LEFT,RIGHT in keys (-1: unbounded on that side)"),
+    cl::init(""), cl::cat(specCat));
 static cl::opt<std::string> kernelName("kernel-name",
                                        cl::desc("Symbol of the kernel"),
                                        cl::init("flash_fwd"),
@@ -81,7 +93,7 @@ static cl::opt<std::string> qInRegs("q-in-regs",
                                              "registers during the KV loop"),
                                     cl::init(""), cl::cat(configCat));
 
-enum class Emit { Plan, Configs, Mlir };
+enum class Emit { Plan, Configs, Mlir, Nvvm, Llvm, Ptx, Cubin };
 static cl::opt<Emit> emit(
     "emit", cl::desc("What to emit"), cl::init(Emit::Plan),
     cl::values(clEnumValN(Emit::Plan, "plan",
@@ -89,7 +101,12 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Configs, "configs",
                           "every candidate config, ranked, with its score or "
                           "the reason it was rejected"),
-               clEnumValN(Emit::Mlir, "mlir", "the tile-level IR")),
+               clEnumValN(Emit::Mlir, "mlir", "the tile-level IR"),
+               clEnumValN(Emit::Nvvm, "nvvm",
+                          "the LLVM + NVVM dialect IR of the sm80 path"),
+               clEnumValN(Emit::Llvm, "llvm", "the optimized LLVM IR"),
+               clEnumValN(Emit::Ptx, "ptx", "PTX from LLVM's NVPTX backend"),
+               clEnumValN(Emit::Cubin, "cubin", "a cubin assembled by ptxas")),
     cl::cat(outputCat));
 enum class Format { Text, Json };
 static cl::opt<Format> format(
@@ -100,6 +117,26 @@ static cl::opt<Format> format(
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(outputCat));
+static cl::opt<std::string> isaName(
+    "isa",
+    cl::desc("Instruction set of the PTX and cubin (default: the chip's). "
+             "--arch=sm_120 --isa=sm_90 builds the SM120 configuration (tiles, "
+             "code path, 99 KiB budget) for an sm_90 GPU"),
+    cl::init(""), cl::cat(outputCat));
+static cl::opt<std::string> ptxasPath(
+    "ptxas", cl::desc("ptxas to use (default: $CUDA_HOME/bin, "
+                      "/usr/local/cuda/bin, then PATH)"),
+    cl::init(""), cl::cat(outputCat));
+static cl::opt<std::string> metadataFile(
+    "metadata",
+    cl::desc("With --emit=cubin: write the kernel's launch metadata (JSON) "
+             "here, for the runtimes"),
+    cl::value_desc("file"), cl::init(""), cl::cat(outputCat));
+static cl::opt<bool> report(
+    "report",
+    cl::desc("With --emit=cubin: print the resource report (smem plan, "
+             "registers, spills, occupancy) to stdout"),
+    cl::init(false), cl::cat(outputCat));
 
 //===----------------------------------------------------------------------===//
 // Input
@@ -109,7 +146,8 @@ static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
 static bool specFlagsGiven() {
   return archName.getNumOccurrences() || dtypeName.getNumOccurrences() ||
          headDim.getNumOccurrences() || headDimV.getNumOccurrences() ||
-         causal.getNumOccurrences() || kernelName.getNumOccurrences();
+         causal.getNumOccurrences() || kernelName.getNumOccurrences() ||
+         window.getNumOccurrences();
 }
 
 /// The module to compile: parsed from the input file, or built from flags.
@@ -118,7 +156,8 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
   if (!inputFile.empty()) {
     if (specFlagsGiven()) {
       emitError(UnknownLoc::get(&ctx))
-          << "--arch/--dtype/--head-dim/--head-dim-v/--causal/--kernel-name "
+          << "--arch/--dtype/--head-dim/--head-dim-v/--causal/--window/"
+             "--kernel-name "
              "describe the built-in kernel and cannot be combined with an "
              "input file; the file's attn.kernel carries them";
       return nullptr;
@@ -160,6 +199,20 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
   spec.headDim = headDim;
   spec.headDimV = headDimV;
   spec.causal = causal;
+  if (!window.empty()) {
+    StringRef leftText, rightText;
+    std::tie(leftText, rightText) = StringRef(window).split(',');
+    int64_t left, right;
+    if (leftText.trim().getAsInteger(10, left) ||
+        rightText.trim().getAsInteger(10, right)) {
+      emitError(loc) << "--window must be LEFT,RIGHT (integers, -1 for "
+                        "unbounded), got '"
+                     << window << "'";
+      return nullptr;
+    }
+    spec.windowLeft = left;
+    spec.windowRight = right;
+  }
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   if (failed(dsl::buildAttentionKernel(*module, spec, loc)))
     return nullptr;
@@ -351,6 +404,93 @@ static void printConfigs(llvm::raw_ostream &os, KernelOp kernel,
   }
 }
 
+/// The launch metadata of a compiled kernel, for the runtimes.
+static llvm::json::Object metadataJson(KernelOp kernel, const KernelSummary &s,
+                                       const ArchInfo &isa,
+                                       StringRef cubinFile,
+                                       const CubinResult &cubin) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  ConfigAttr c = kernel.getConfigAttr();
+  llvm::json::Array params;
+  for (const KernelParam &param : getKernelParams())
+    params.push_back(llvm::json::Object{
+        {"name", param.name}, {"type", stringifyParamKind(param.kind)}});
+  auto optional = [](std::optional<int64_t> value) -> llvm::json::Value {
+    if (value)
+      return *value;
+    return nullptr;
+  };
+  return llvm::json::Object{
+      {"format", "flashtile-kernel-v1"},
+      {"kernel", s.name},
+      {"cubin", cubinFile},
+      {"arch", arch.name},
+      {"isa", isa.name},
+      {"code_path", stringifyCodePath(arch.codePath)},
+      {"dtype", s.dtype},
+      {"head_dim", s.headDim},
+      {"head_dim_v", s.headDimV},
+      {"causal", s.causal},
+      {"window", llvm::json::Array{s.windowLeft, s.windowRight}},
+      {"softmax_scale", s.scale},
+      {"config",
+       llvm::json::Object{{"tile_m", c.getTileM()},
+                          {"tile_n", c.getTileN()},
+                          {"stages", c.getStages()},
+                          {"warps", c.getWarps()},
+                          {"q_in_regs", c.getQInRegs()}}},
+      {"block", llvm::json::Array{c.getWarps() * 32, 1, 1}},
+      {"grid", llvm::json::Array{("ceil_div(seqlen_q, " +
+                                  std::to_string(c.getTileM()) + ")"),
+                                 "heads_q", "batch"}},
+      {"dynamic_smem_bytes", *kernel.getSmemBytes()},
+      {"params", std::move(params)},
+      {"registers", optional(cubin.registers)},
+      {"spill_stores", optional(cubin.spillStores)},
+      {"spill_loads", optional(cubin.spillLoads)},
+  };
+}
+
+/// Registers, spills and occupancy of the cubin, after the smem plan.
+static void printResourceReport(llvm::raw_ostream &os, KernelOp kernel,
+                                const ArchInfo &isa, const CubinResult &cubin) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  int64_t threads = kernel.getConfigAttr().getWarps() * 32;
+  os << "  cubin for " << isa.name << " (PTX " << isa.minPtxVersion / 10 << "."
+     << isa.minPtxVersion % 10 << ", .target " << isa.ptxTarget << "), "
+     << threads << " threads per block\n";
+  if (!cubin.registers) {
+    os << "  registers: unknown (ptxas -v printed no count)\n";
+    return;
+  }
+  os << "  registers: " << *cubin.registers << " per thread; spills: "
+     << cubin.spillStores.value_or(0) << " B stores, "
+     << cubin.spillLoads.value_or(0) << " B loads\n";
+  // Occupancy on the configuration's chip: registers are granted per warp
+  // in units of 256, shared memory per the plan above.
+  int64_t regsPerWarp = llvm::alignTo(*cubin.registers * 32, 256);
+  int64_t byRegs = arch.regsPerSM / (regsPerWarp * (threads / 32));
+  int64_t bySmem = blocksPerSMBySmem(arch, *kernel.getSmemBytes());
+  int64_t byThreads = arch.maxThreadsPerSM / threads;
+  int64_t blocks = std::min({byRegs, bySmem, byThreads, arch.maxBlocksPerSM});
+  os << "  occupancy on " << arch.name << ": " << blocks
+     << " block(s) per SM = " << blocks * threads / 32
+     << " warps (limits: registers " << byRegs << ", shared memory "
+     << bySmem << ", threads " << byThreads << ")\n";
+}
+
+/// Writes `data` to `path` ("-" is stdout).
+static LogicalResult writeFile(MLIRContext &ctx, StringRef path,
+                               StringRef data) {
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(path, &error);
+  if (!file)
+    return emitError(UnknownLoc::get(&ctx)) << error;
+  file->os() << data;
+  file->keep();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
@@ -363,12 +503,15 @@ int main(int argc, char **argv) {
       "FlashTile: compiles FlashAttention-style kernels for NVIDIA GPUs.\n\n"
       "  flashtile-compile --arch=sm_120 --dtype=f16 --head-dim=128 "
       "[--causal] --emit=plan\n"
-      "  flashtile-compile kernel.mlir --emit=plan --format=json\n");
+      "  flashtile-compile kernel.mlir --emit=plan --format=json\n"
+      "  flashtile-compile --head-dim=128 --emit=cubin -o k.cubin "
+      "--metadata k.json --report\n");
 
   MLIRContext ctx;
   // Diagnostics name the problem; a dump of the whole kernel buries it.
   ctx.printOpOnDiagnostic(false);
-  ctx.loadDialect<AttnDialect, arith::ArithDialect>();
+  ctx.loadDialect<AttnDialect, arith::ArithDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect>();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
 
@@ -384,24 +527,46 @@ int main(int argc, char **argv) {
     emitError(module->getLoc()) << "the input has no attn.kernel";
     return 1;
   }
-
-  std::string errorMessage;
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputFile, &errorMessage);
-  if (!output) {
-    emitError(UnknownLoc::get(&ctx)) << errorMessage;
+  bool lowering = emit == Emit::Nvvm || emit == Emit::Llvm ||
+                  emit == Emit::Ptx || emit == Emit::Cubin;
+  if ((!metadataFile.empty() || report) && emit != Emit::Cubin) {
+    emitError(module->getLoc()) << "--metadata and --report need --emit=cubin";
     return 1;
   }
-  llvm::raw_ostream &os = output->os();
+  if (emit == Emit::Cubin && kernels.size() != 1) {
+    emitError(module->getLoc())
+        << "--emit=cubin takes one attn.kernel, the input has "
+        << kernels.size();
+    return 1;
+  }
+
+  // The instruction set: the chip's own unless --isa names another. The
+  // configuration, code path and budget stay the chip's.
+  const ArchInfo *isa = nullptr;
+  if (!isaName.empty()) {
+    isa = lookupArch(isaName);
+    if (!isa) {
+      emitError(module->getLoc()) << "unknown ISA '" << isaName
+                                  << "'; known: " << knownArchNames();
+      return 1;
+    }
+    if (isa->codePath != CodePath::Sm80 && isa->chip != Chip::sm_100) {
+      emitError(module->getLoc())
+          << "ISA " << isa->name << " lacks the instructions of the sm80 "
+          << "code path (cp.async, ldmatrix, mma.sync.m16n8k16 bf16)";
+      return 1;
+    }
+  }
 
   if (emit == Emit::Configs) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
     for (KernelOp kernel : kernels) {
       if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
         return 1;
       printConfigs(os, kernel, rankConfigs(kernel, *pins));
     }
-    output->keep();
-    return 0;
+    return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
   }
 
   SmallVector<KernelSummary> summaries;
@@ -443,31 +608,90 @@ int main(int argc, char **argv) {
   if (failed(pm.run(*module)))
     return 1;
 
-  switch (emit) {
-  case Emit::Mlir:
+  // The plan (and the kernel facts the lowering erases) before lowering.
+  std::string planText;
+  llvm::raw_string_ostream planOs(planText);
+  llvm::json::Array plans;
+  for (auto [kernel, summary] : llvm::zip(kernels, summaries)) {
+    printPlanText(planOs, kernel, summary);
+    plans.push_back(planJson(kernel, summary));
+  }
+  KernelOp first = kernels.front();
+  const ArchInfo &chip = first.getArch().getInfo();
+  if (!isa)
+    isa = &chip;
+
+  if (emit == Emit::Plan) {
+    std::string text = planText;
+    if (format == Format::Json) {
+      llvm::json::Value value =
+          plans.size() == 1 ? llvm::json::Value(std::move(plans[0]))
+                            : llvm::json::Value(std::move(plans));
+      text = llvm::formatv("{0:2}\n", value).str();
+    }
+    return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
+  }
+  if (emit == Emit::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
     module->print(os);
     os << "\n";
-    break;
-  case Emit::Plan:
-    if (format == Format::Json) {
-      if (kernels.size() == 1) {
-        os << llvm::formatv("{0:2}",
-                            llvm::json::Value(planJson(kernels[0], summaries[0])))
-           << "\n";
-      } else {
-        llvm::json::Array all;
-        for (auto [kernel, summary] : llvm::zip(kernels, summaries))
-          all.push_back(planJson(kernel, summary));
-        os << llvm::formatv("{0:2}", llvm::json::Value(std::move(all))) << "\n";
-      }
-    } else {
-      for (auto [kernel, summary] : llvm::zip(kernels, summaries))
-        printPlanText(os, kernel, summary);
-    }
-    break;
-  case Emit::Configs:
-    break;
+    return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
   }
-  output->keep();
+  assert(lowering && "every other emit kind returned above");
+  (void)lowering;
+
+  // Facts the lowering erases, kept for the metadata and the report.
+  KernelOp metaKernel = cast<KernelOp>(first->clone());
+  auto eraseMetaKernel = llvm::make_scope_exit([&] { metaKernel->erase(); });
+
+  PassManager lower(&ctx);
+  lower.addPass(createConvertAttnToNVVM());
+  if (failed(lower.run(*module)))
+    return 1;
+  if (emit == Emit::Nvvm) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    os << "\n";
+    return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
+  }
+
+  std::string llvmIR;
+  FailureOr<std::string> ptx = emitPTX(*module, *isa, &llvmIR);
+  if (failed(ptx))
+    return 1;
+  if (emit == Emit::Llvm)
+    return failed(writeFile(ctx, outputFile, llvmIR)) ? 1 : 0;
+  if (emit == Emit::Ptx)
+    return failed(writeFile(ctx, outputFile, *ptx)) ? 1 : 0;
+
+  FailureOr<std::string> ptxas = findPtxas(ptxasPath, module->getLoc());
+  if (failed(ptxas))
+    return 1;
+  FailureOr<CubinResult> cubin =
+      assembleCubin(*ptxas, *ptx, *isa, module->getLoc());
+  if (failed(cubin))
+    return 1;
+  if (outputFile == "-" && !metadataFile.empty()) {
+    emitError(module->getLoc())
+        << "--metadata needs the cubin in a file: give -o FILE.cubin";
+    return 1;
+  }
+  if (failed(writeFile(ctx, outputFile, cubin->cubin)))
+    return 1;
+  if (!metadataFile.empty()) {
+    std::string cubinFile = llvm::sys::path::filename(outputFile).str();
+    llvm::json::Object metadata =
+        metadataJson(metaKernel, summaries.front(), *isa, cubinFile, *cubin);
+    std::string text =
+        llvm::formatv("{0:2}\n", llvm::json::Value(std::move(metadata))).str();
+    if (failed(writeFile(ctx, metadataFile, text)))
+      return 1;
+  }
+  if (report) {
+    llvm::outs() << planText;
+    printResourceReport(llvm::outs(), metaKernel, *isa, *cubin);
+  }
   return 0;
 }

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/Conversion/Passes.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
@@ -18,8 +19,10 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<flashtile::attn::AttnDialect, mlir::arith::ArithDialect>();
+  registry.insert<flashtile::attn::AttnDialect, mlir::arith::ArithDialect,
+                  mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
   flashtile::attn::registerAttnPasses();
+  flashtile::registerConversionPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "FlashTile pass driver for testing\n", registry));
 }

@@ -1,0 +1,65 @@
+//===- FragmentLayout.h - Per-thread layout of !attn.frag -------*- C++ -*-===//
+//
+// The one owner of the register layout of tile fragments on the sm80 path.
+// Warps are stacked along the rows: warp w owns rows [w * R, (w + 1) * R) of
+// an M-row fragment, R = M / warps, as R / 16 "m-tiles" of mma.m16n8k16.
+// With lane = 4 * g + t (g = lane / 4, t = lane % 4), following the PTX ISA's
+// fragment figures for mma.m16n8k16 (section "Matrix Fragments for
+// mma.m16n8k16 with floating point type"):
+//
+// * Accumulator (C/D), an f32 fragment of M x N: element r (0..3) of
+//   (m-tile i, n-tile j) is row 16 i + g + 8 (r / 2), column 8 j + 2 t +
+//   r % 2. A thread holds (R / 16) * (N / 8) * 4 floats.
+// * A operand, an f16/bf16 fragment of M x K: register r (0..3) of
+//   (m-tile i, k-tile k) packs the two elements of row 16 i + g + 8 (r % 2),
+//   columns 16 k + 2 t + 8 (r / 2) + {0, 1}. A thread holds
+//   (R / 16) * (K / 16) * 4 i32.
+// * Row state, an f32 fragment of M: element h (0..1) of m-tile i is row
+//   16 i + g + 8 h. A thread holds (R / 16) * 2 floats.
+//
+// The C layout of two adjacent n-tiles is the A layout of one k-tile, which
+// is why P = softmax(S) feeds the PV mma with no shared-memory round trip.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_CONVERSION_ATTNTONVVM_FRAGMENTLAYOUT_H
+#define FLASHTILE_CONVERSION_ATTNTONVVM_FRAGMENTLAYOUT_H
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+namespace flashtile::attn {
+
+class FragmentLayout {
+public:
+  explicit FragmentLayout(int64_t warps) : warps(warps) {}
+
+  int64_t getWarps() const { return warps; }
+  /// Rows of an M-row fragment one warp owns.
+  int64_t rowsPerWarp(int64_t rows) const { return rows / warps; }
+  /// 16-row mma tiles per warp.
+  int64_t mTiles(int64_t rows) const { return rows / (16 * warps); }
+
+  /// Number of 32-bit values one thread holds for `type`.
+  int64_t numValues(FragType type) const;
+  /// The LLVM type one thread holds `type` in: an array of f32 (accumulators,
+  /// row state) or of i32 (packed f16/bf16 pairs, A operands).
+  mlir::Type convertType(FragType type) const;
+
+  /// Accumulator element r of (m-tile i, n-tile j), with `nTiles` n-tiles.
+  static int64_t accIndex(int64_t i, int64_t j, int64_t r, int64_t nTiles) {
+    return (i * nTiles + j) * 4 + r;
+  }
+  /// A-operand register r of (m-tile i, k-tile k), with `kTiles` k-tiles.
+  static int64_t aIndex(int64_t i, int64_t k, int64_t r, int64_t kTiles) {
+    return (i * kTiles + k) * 4 + r;
+  }
+  /// Row-state element h of m-tile i.
+  static int64_t rowIndex(int64_t i, int64_t h) { return i * 2 + h; }
+
+private:
+  int64_t warps;
+};
+
+} // namespace flashtile::attn
+
+#endif // FLASHTILE_CONVERSION_ATTNTONVVM_FRAGMENTLAYOUT_H

@@ -1,0 +1,50 @@
+//===- PTX.h - From the LLVM dialect to PTX and cubin -----------*- C++ -*-===//
+
+#ifndef FLASHTILE_TARGET_PTX_H
+#define FLASHTILE_TARGET_PTX_H
+
+#include "flashtile/Target/Arch.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include <optional>
+#include <string>
+
+namespace flashtile {
+
+/// The PTX ISA version FlashTile emits for `isa`: the table's minimum, as
+/// "+ptxNN" for the NVPTX backend.
+std::string getPtxFeatures(const ArchInfo &isa);
+
+/// Translates a module of LLVM + NVVM dialect ops to LLVM IR, optimizes it at
+/// O3 for `isa` and emits PTX with LLVM's NVPTX backend, in process. When
+/// `llvmIR` is given it receives the optimized LLVM IR. Errors are emitted at
+/// the module's location.
+mlir::FailureOr<std::string> emitPTX(mlir::ModuleOp module,
+                                     const ArchInfo &isa,
+                                     std::string *llvmIR = nullptr);
+
+/// What ptxas made of the PTX.
+struct CubinResult {
+  std::string cubin;
+  /// ptxas -v output.
+  std::string log;
+  std::optional<int64_t> registers, spillStores, spillLoads, stackBytes;
+};
+
+/// Locates ptxas: `explicitPath` when given, else $CUDA_HOME/bin/ptxas, else
+/// /usr/local/cuda/bin/ptxas, else ptxas on PATH. Fails with an error at
+/// `loc` that lists where it looked.
+mlir::FailureOr<std::string> findPtxas(llvm::StringRef explicitPath,
+                                       mlir::Location loc);
+
+/// Runs `ptxas -arch=<isa> -O3 -v` on `ptx`. On failure the error at `loc`
+/// carries ptxas's own output.
+mlir::FailureOr<CubinResult> assembleCubin(llvm::StringRef ptxas,
+                                           llvm::StringRef ptx,
+                                           const ArchInfo &isa,
+                                           mlir::Location loc);
+
+} // namespace flashtile
+
+#endif // FLASHTILE_TARGET_PTX_H

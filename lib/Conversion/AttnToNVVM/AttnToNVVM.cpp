@@ -1,0 +1,111 @@
+//===- AttnToNVVM.cpp - convert-attn-to-nvvm ------------------------------===//
+//
+// Lowers each tile-level kernel on its own, because the register layout of
+// its fragments depends on its config (warps per block).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Conversion/AttnToNVVM/AttnToNVVM.h"
+#include "flashtile/Conversion/Passes.h"
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace flashtile {
+#define GEN_PASS_DEF_CONVERTATTNTONVVM
+#include "flashtile/Conversion/Passes.h.inc"
+} // namespace flashtile
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+void attn::populateAttnTypeConversions(LLVMTypeConverter &converter,
+                                       const FragmentLayout &layout) {
+  converter.addConversion(
+      [layout](FragType type) -> Type { return layout.convertType(type); });
+  converter.addConversion([](MemRefType type) -> std::optional<Type> {
+    MLIRContext *ctx = type.getContext();
+    auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
+    if (space && space.getInt() == kSharedMemorySpace)
+      return LLVM::LLVMPointerType::get(ctx, 3);
+    if (type.getRank() == 4)
+      return lowering::getTensorDescType(ctx);
+    if (type.getRank() == 3 && type.getElementType().isF32())
+      return lowering::getLseDescType(ctx);
+    return std::nullopt;
+  });
+}
+
+void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
+                                                RewritePatternSet &patterns) {
+  lowering::populateKernelPatterns(converter, patterns);
+  lowering::populateMemoryPatterns(converter, patterns);
+  lowering::populateMmaPatterns(converter, patterns);
+  lowering::populateSoftmaxPatterns(converter, patterns);
+  lowering::populateEpiloguePatterns(converter, patterns);
+}
+
+/// What the sm80 lowering needs before it starts; each failure is an error
+/// at the kernel.
+static LogicalResult checkLowerable(KernelOp kernel) {
+  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+    return failure();
+  if (!kernel.getConfigAttr() || !kernel.getSmemBytes() ||
+      !kernel.getBodyBlock().getOps<AttentionOp>().empty())
+    return kernel.emitOpError()
+           << "must be an allocated tile program: run attn-select-config, "
+              "attn-expand-to-tiles, attn-allocate-shared-memory and "
+              "attn-insert-barriers first";
+  for (unsigned i : {1u, 2u}) {
+    int64_t dim = cast<MemRefType>(kernel.getBody().getArgument(i).getType())
+                      .getDimSize(3);
+    if (dim % 32 != 0)
+      return kernel.emitOpError()
+             << (i == 1 ? "head_dim" : "head_dim_v") << " = " << dim
+             << " is not supported by the sm80 lowering yet: it needs a "
+                "multiple of 32 (two 16-wide mma k-steps of 16-byte chunks "
+                "per swizzle group)";
+  }
+  return success();
+}
+
+namespace {
+struct ConvertAttnToNVVMPass
+    : public flashtile::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    for (KernelOp kernel :
+         llvm::make_early_inc_range(module.getOps<KernelOp>())) {
+      if (failed(checkLowerable(kernel)))
+        return signalPassFailure();
+      LowerToLLVMOptions options(ctx);
+      options.overrideIndexBitwidth(32);
+      LLVMTypeConverter converter(ctx, options);
+      FragmentLayout layout(kernel.getConfigAttr().getWarps());
+      populateAttnTypeConversions(converter, layout);
+
+      RewritePatternSet patterns(ctx);
+      populateAttnToNVVMConversionPatterns(converter, patterns);
+      arith::populateArithToLLVMConversionPatterns(converter, patterns);
+
+      LLVMConversionTarget target(*ctx);
+      target.addLegalDialect<NVVM::NVVMDialect>();
+      target.addIllegalDialect<AttnDialect, arith::ArithDialect>();
+      if (failed(applyPartialConversion(kernel.getOperation(), target,
+                                        std::move(patterns))))
+        return signalPassFailure();
+    }
+    // Casts between converted and unconverted block arguments cancel out.
+    SmallVector<UnrealizedConversionCastOp> casts;
+    module.walk([&](UnrealizedConversionCastOp op) { casts.push_back(op); });
+    reconcileUnrealizedCasts(casts);
+  }
+};
+} // namespace

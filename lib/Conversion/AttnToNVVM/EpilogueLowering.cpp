@@ -1,0 +1,145 @@
+//===- EpilogueLowering.cpp - Normalise, stage and store O and LSE --------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+namespace {
+
+/// O = acc / l goes to the staging buffer in the swizzled layout (4-byte
+/// stores, conflict-free), then every thread copies 16-byte chunks of whole
+/// rows to global memory, so that stores are 128-bit and coalesced. Threads
+/// with t = 0 store the LSE of their rows. Rows past seqlen_q are skipped.
+struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(EpilogueOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragmentLayout layout(config.getWarps());
+    FragType accType = op.getAcc().getType();
+    Type dtype = op.getStage().getType().getElementType();
+    int64_t rows = accType.getDimSize(0), cols = accType.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    int64_t threads = config.getWarps() * 32;
+    Location loc = op.getLoc();
+    using P = LLVM::ICmpPredicate;
+
+    Emitter e(rewriter, loc);
+    ThreadCoords thread = ThreadCoords::get(e);
+    SmallVector<Value> acc = e.unpack(adaptor.getAcc());
+    SmallVector<Value> rowMax = e.unpack(adaptor.getRowMax());
+    SmallVector<Value> rowSum = e.unpack(adaptor.getRowSum());
+    Value scale = adaptor.getSoftmaxScale();
+    Value zero = e.f32(0.0f);
+    Value negInf = e.f32(-std::numeric_limits<float>::infinity());
+    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    Value stage = adaptor.getStage();
+
+    SmallVector<Value> lse(rowSum.size());
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t index = FragmentLayout::rowIndex(i, h);
+        Value sum = rowSum[index];
+        sum = e.fadd(sum, e.shflXor(sum, 1));
+        sum = e.fadd(sum, e.shflXor(sum, 2));
+        Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, sum, zero);
+        Value inverse = e.select(empty, zero, e.rcp(sum));
+        lse[index] = e.select(
+            empty, negInf,
+            e.fma(rowMax[index], scale,
+                  e.fmul(e.log2(sum), e.f32(static_cast<float>(M_LN2)))));
+        Value row = e.add(warpRow, e.i32(16 * i + 8 * h));
+        row = e.add(row, thread.g);
+        for (int64_t j = 0; j < nTiles; ++j) {
+          Value lo = e.fmul(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
+                            inverse);
+          Value hi = e.fmul(
+              acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)], inverse);
+          Value offset = e.add(swizzledOffset(e, row, e.i32(j), cols),
+                               e.mul(thread.t, 4));
+          LLVM::StoreOp::create(rewriter, loc, e.packPair(lo, hi, dtype),
+                                e.gep(stage, offset), /*alignment=*/4);
+        }
+      }
+    NVVM::Barrier0Op::create(rewriter, loc);
+
+    // Whole rows out, 16 bytes per thread and step.
+    Value desc = adaptor.getO();
+    Value seqlenQ = e.extract(desc, kDescSeqlen);
+    Value firstRow = e.mul(adaptor.getMBlock(), rows);
+    Value headBase =
+        e.add64(e.mul64(e.sext64(adaptor.getBatch()),
+                        e.extract(desc, kDescStrideBatch)),
+                e.mul64(e.sext64(adaptor.getHead()),
+                        e.extract(desc, kDescStrideHead)));
+    Value strideSeq = e.extract(desc, kDescStrideSeq);
+    Value base = e.extract(desc, kDescPtr);
+    int64_t chunksPerRow = cols / 8, chunks = rows * chunksPerRow;
+    auto vectorType = VectorType::get({4}, rewriter.getI32Type());
+    for (int64_t step = 0; step * threads < chunks; ++step) {
+      Value chunkId = e.add(thread.tid, step * threads);
+      Value row = e.udiv(chunkId, chunksPerRow);
+      Value chunk = e.urem(chunkId, chunksPerRow);
+      Value globalRow = e.add(firstRow, row);
+      Value store = e.cmp(P::slt, globalRow, seqlenQ);
+      if ((step + 1) * threads > chunks)
+        store = LLVM::AndOp::create(rewriter, loc, store,
+                                    e.cmp(P::ult, chunkId, e.i32(chunks)));
+      emitIf(rewriter, loc, store, [&] {
+        Value data = LLVM::LoadOp::create(
+            rewriter, loc, vectorType,
+            e.gep(stage, swizzledOffset(e, row, chunk, cols)),
+            /*alignment=*/16);
+        Value element = e.add64(
+            e.add64(headBase, e.mul64(e.sext64(globalRow), strideSeq)),
+            e.sext64(e.mul(chunk, 8)));
+        LLVM::StoreOp::create(rewriter, loc, data,
+                              e.gep(base, e.mul64(element, e.i64(2))),
+                              /*alignment=*/16);
+      });
+    }
+
+    // LSE, by the first thread of each quad.
+    Value lseDesc = adaptor.getLse();
+    Value lseBase = e.add64(
+        e.mul64(e.sext64(adaptor.getBatch()),
+                e.extract(lseDesc, kLseStrideBatch)),
+        e.mul64(e.sext64(adaptor.getHead()), e.extract(lseDesc, kLseStrideHead)));
+    Value lsePtr = e.extract(lseDesc, kLsePtr);
+    Value quadLeader = e.cmp(P::eq, thread.t, e.i32(0));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = e.add(e.add(firstRow, warpRow),
+                          e.add(thread.g, e.i32(16 * i + 8 * h)));
+        Value store = LLVM::AndOp::create(rewriter, loc, quadLeader,
+                                          e.cmp(P::slt, row, seqlenQ));
+        Value value = lse[FragmentLayout::rowIndex(i, h)];
+        emitIf(rewriter, loc, store, [&] {
+          Value element = e.add64(lseBase, e.sext64(row));
+          LLVM::StoreOp::create(rewriter, loc, value,
+                                e.gep(lsePtr, e.mul64(element, e.i64(4))),
+                                /*alignment=*/4);
+        });
+      }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateEpiloguePatterns(LLVMTypeConverter &converter,
+                                      RewritePatternSet &patterns) {
+  patterns.add<EpilogueLowering>(converter);
+}

@@ -1,0 +1,253 @@
+//===- KernelLowering.cpp - Kernel, block context, bounds, KV loop --------===//
+//
+// The control structure of a kernel: its signature (KernelABI.h), the
+// block's coordinates, the KV-tile bounds and the KV loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+namespace {
+
+/// attn.kernel -> llvm.func with the nvvm.kernel attribute. The tensors'
+/// block arguments become descriptor structs built from the parameters.
+struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(KernelOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = op.getConfigAttr();
+    if (!config || !op.getSmemBytes())
+      return rewriter.notifyMatchFailure(op, "kernel is not allocated");
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+
+    SmallVector<Type> params;
+    for (const KernelParam &param : getKernelParams()) {
+      switch (param.kind) {
+      case ParamKind::Ptr:
+        params.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+        break;
+      case ParamKind::I32:
+        params.push_back(rewriter.getI32Type());
+        break;
+      case ParamKind::I64:
+        params.push_back(rewriter.getI64Type());
+        break;
+      case ParamKind::F32:
+        params.push_back(rewriter.getF32Type());
+        break;
+      }
+    }
+    auto funcType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
+    auto func =
+        LLVM::LLVMFuncOp::create(rewriter, loc, op.getSymName(), funcType);
+    func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
+                  rewriter.getUnitAttr());
+    int32_t threads = config.getWarps() * 32;
+    func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                  rewriter.getDenseI32ArrayAttr({threads, 1, 1}));
+    func->setAttr(kConfigAttrName, config);
+    func->setAttr("attn.smem_bytes", op.getSmemBytesAttr());
+
+    Block *entry = func.addEntryBlock(rewriter);
+    rewriter.setInsertionPointToStart(entry);
+    Emitter e(rewriter, loc);
+    auto arg = [&](unsigned index) { return entry->getArgument(index); };
+    auto tensor = [&](unsigned ptr, unsigned seqlen, unsigned heads,
+                      unsigned firstStride) {
+      Value desc = LLVM::PoisonOp::create(rewriter, loc, getTensorDescType(ctx));
+      desc = e.insert(desc, arg(ptr), kDescPtr);
+      desc = e.insert(desc, arg(seqlen), kDescSeqlen);
+      desc = e.insert(desc, arg(heads), kDescHeads);
+      for (int64_t i = 0; i < 3; ++i)
+        desc = e.insert(desc, arg(firstStride + i), kDescStrideBatch + i);
+      return desc;
+    };
+    Value lse = LLVM::PoisonOp::create(rewriter, loc, getLseDescType(ctx));
+    lse = e.insert(lse, arg(kParamLse), kLsePtr);
+    lse = e.insert(lse, arg(kParamLseStrideBatch), kLseStrideBatch);
+    lse = e.insert(lse, arg(kParamLseStrideHead), kLseStrideHead);
+    SmallVector<Value> tensors = {
+        tensor(kParamQ, kParamSeqlenQ, kParamHeadsQ, kParamFirstStride),
+        tensor(kParamK, kParamSeqlenK, kParamHeadsKV, kParamFirstStride + 3),
+        tensor(kParamV, kParamSeqlenK, kParamHeadsKV, kParamFirstStride + 6),
+        tensor(kParamO, kParamSeqlenQ, kParamHeadsQ, kParamFirstStride + 9),
+        lse};
+
+    rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
+                               tensors);
+    rewriter.setInsertionPointToEnd(entry);
+    LLVM::ReturnOp::create(rewriter, loc, ValueRange());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// (m_block, head, kv_head, batch) from the grid; lengths from the
+/// descriptors. GQA: kv_head = head / (heads_q / heads_kv).
+struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(BlockContextOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Emitter e(rewriter, op.getLoc());
+    Type i32 = rewriter.getI32Type();
+    Value mBlock = NVVM::BlockIdXOp::create(rewriter, op.getLoc(), i32);
+    Value head = NVVM::BlockIdYOp::create(rewriter, op.getLoc(), i32);
+    Value batch = NVVM::BlockIdZOp::create(rewriter, op.getLoc(), i32);
+    Value headsQ = e.extract(adaptor.getQ(), kDescHeads);
+    Value headsKV = e.extract(adaptor.getK(), kDescHeads);
+    Value kvHead = e.sdiv(head, e.sdiv(headsQ, headsKV));
+    rewriter.replaceOp(op, {mBlock, head, kvHead, batch,
+                            e.extract(adaptor.getQ(), kDescSeqlen),
+                            e.extract(adaptor.getK(), kDescSeqlen)});
+    return success();
+  }
+};
+
+/// The KV tiles of one query tile. With o = seqlen_k - seqlen_q, rows
+/// [lo, hi] of the tile, and the window (left, right), key j is visible to
+/// row i when i + o - left <= j <= i + o + right and j < seqlen_k.
+struct KVBoundsLowering : public ConvertOpToLLVMPattern<KVBoundsOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(KVBoundsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Emitter e(rewriter, op.getLoc());
+    int64_t tileM = op.getTileM(), tileN = op.getTileN();
+    int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+    Value seqlenQ = adaptor.getSeqlenQ(), seqlenK = adaptor.getSeqlenK();
+    Value offset = e.sub(seqlenK, seqlenQ);
+    Value lo = e.mul(adaptor.getMBlock(), tileM);
+    Value hi = e.sub(e.smin(e.add(lo, tileM), seqlenQ), e.i32(1));
+    Value zero = e.i32(0);
+    Value tiles = e.ceilDiv(seqlenK, tileN);
+
+    // Visible tiles: [begin, end).
+    Value end = tiles, begin = zero;
+    if (right >= 0)
+      end = e.smax(zero, e.smin(tiles, e.ceilDiv(e.add(e.add(hi, offset),
+                                                       right + 1),
+                                                 tileN)));
+    if (left >= 0)
+      begin = e.smin(end, e.smax(zero, e.floorDiv(e.sub(e.add(lo, offset),
+                                                        e.i32(left)),
+                                                  tileN)));
+    // Tiles every row sees whole: before the last partial tile, right of the
+    // diagonal's reach, left of the window's left edge.
+    Value unmaskedEnd = e.floorDiv(seqlenK, tileN);
+    if (right >= 0)
+      unmaskedEnd = e.smin(unmaskedEnd,
+                           e.floorDiv(e.add(e.add(lo, offset), right + 1),
+                                      tileN));
+    unmaskedEnd = e.smax(begin, e.smin(unmaskedEnd, end));
+    Value unmaskedBegin = begin;
+    if (left >= 0)
+      unmaskedBegin = e.smin(
+          unmaskedEnd,
+          e.smax(begin, e.ceilDiv(e.sub(e.add(hi, offset), e.i32(left)),
+                                  tileN)));
+    rewriter.replaceOp(op, {begin, unmaskedBegin, unmaskedEnd, end});
+    return success();
+  }
+};
+
+/// The run-time scale: the kernel's softmax_scale parameter.
+struct SoftmaxScaleLowering : public ConvertOpToLLVMPattern<SoftmaxScaleOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(SoftmaxScaleOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, getKernelParam(op, kParamSoftmaxScale));
+    return success();
+  }
+};
+
+/// attn.kv_loop -> a loop of blocks counting j from upper - 1 down to lower:
+///
+///   ^pre:    br ^header(upper, inits)
+///   ^header(c, state): cond_br c > lower, ^body(c - 1, state), ^exit(state)
+///   ^body(j, state):   ...; br ^header(j, yielded)
+///   ^exit(results):
+struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(KVLoopOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Type> stateTypes;
+    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(),
+                                                stateTypes)))
+      return rewriter.notifyMatchFailure(op, "cannot convert loop state");
+    Type i32 = rewriter.getI32Type();
+
+    Block *before = rewriter.getInsertionBlock();
+    Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
+    SmallVector<Location> stateLocs(stateTypes.size(), loc);
+    SmallVector<Value> results;
+    for (Type type : stateTypes)
+      results.push_back(exit->addArgument(type, loc));
+
+    SmallVector<Type> headerTypes = {i32};
+    llvm::append_range(headerTypes, stateTypes);
+    SmallVector<Location> headerLocs(headerTypes.size(), loc);
+    Block *header = rewriter.createBlock(exit, headerTypes, headerLocs);
+
+    if (failed(rewriter.convertRegionTypes(&op.getBody(), *getTypeConverter())))
+      return rewriter.notifyMatchFailure(op, "cannot convert loop body");
+    Block *body = &op.getBody().front();
+    rewriter.inlineRegionBefore(op.getBody(), exit);
+
+    rewriter.setInsertionPointToEnd(before);
+    SmallVector<Value> entryArgs = {adaptor.getUpper()};
+    llvm::append_range(entryArgs, adaptor.getInits());
+    LLVM::BrOp::create(rewriter, loc, entryArgs, header);
+
+    rewriter.setInsertionPointToEnd(header);
+    Emitter e(rewriter, loc);
+    Value counter = header->getArgument(0);
+    Value more = e.cmp(LLVM::ICmpPredicate::sgt, counter, adaptor.getLower());
+    SmallVector<Value> bodyArgs = {e.sub(counter, e.i32(1))};
+    llvm::append_range(bodyArgs, header->getArguments().drop_front());
+    LLVM::CondBrOp::create(rewriter, loc, more, body, bodyArgs, exit,
+                           header->getArguments().drop_front());
+
+    auto yield = cast<YieldOp>(body->getTerminator());
+    rewriter.setInsertionPoint(yield);
+    // The yielded values are converted later; branch on their converted
+    // form, which the framework materializes now and resolves then.
+    SmallVector<Value> yielded;
+    if (failed(rewriter.getRemappedValues(yield.getValues(), yielded)))
+      return rewriter.notifyMatchFailure(op, "cannot convert yielded values");
+    SmallVector<Value> backArgs = {body->getArgument(0)};
+    llvm::append_range(backArgs, yielded);
+    LLVM::BrOp::create(rewriter, loc, backArgs, header);
+    rewriter.eraseOp(yield);
+
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateKernelPatterns(LLVMTypeConverter &converter,
+                                    RewritePatternSet &patterns) {
+  patterns.add<KernelOpLowering, BlockContextLowering, KVBoundsLowering,
+               SoftmaxScaleLowering, KVLoopLowering>(converter);
+}

@@ -1,0 +1,307 @@
+//===- LoweringUtils.cpp - Shared helpers of the AttnToNVVM patterns ------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+//===----------------------------------------------------------------------===//
+// Kernel ABI and fragment layout
+//===----------------------------------------------------------------------===//
+
+ArrayRef<KernelParam> flashtile::getKernelParams() {
+  static const KernelParam params[] = {
+      {"q", ParamKind::Ptr},
+      {"k", ParamKind::Ptr},
+      {"v", ParamKind::Ptr},
+      {"o", ParamKind::Ptr},
+      {"lse", ParamKind::Ptr},
+      {"seqlen_q", ParamKind::I32},
+      {"seqlen_k", ParamKind::I32},
+      {"heads_q", ParamKind::I32},
+      {"heads_kv", ParamKind::I32},
+      {"q_stride_batch", ParamKind::I64},
+      {"q_stride_seq", ParamKind::I64},
+      {"q_stride_head", ParamKind::I64},
+      {"k_stride_batch", ParamKind::I64},
+      {"k_stride_seq", ParamKind::I64},
+      {"k_stride_head", ParamKind::I64},
+      {"v_stride_batch", ParamKind::I64},
+      {"v_stride_seq", ParamKind::I64},
+      {"v_stride_head", ParamKind::I64},
+      {"o_stride_batch", ParamKind::I64},
+      {"o_stride_seq", ParamKind::I64},
+      {"o_stride_head", ParamKind::I64},
+      {"lse_stride_batch", ParamKind::I64},
+      {"lse_stride_head", ParamKind::I64},
+      {"softmax_scale", ParamKind::F32},
+  };
+  static_assert(std::size(params) == kNumKernelParams,
+                "KernelParamIndex and the parameter list disagree");
+  return params;
+}
+
+StringRef flashtile::stringifyParamKind(ParamKind kind) {
+  switch (kind) {
+  case ParamKind::Ptr:
+    return "ptr";
+  case ParamKind::I32:
+    return "i32";
+  case ParamKind::I64:
+    return "i64";
+  case ParamKind::F32:
+    return "f32";
+  }
+  llvm_unreachable("unknown parameter kind");
+}
+
+int64_t FragmentLayout::numValues(FragType type) const {
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t tiles = mTiles(shape[0]);
+  if (shape.size() == 1)
+    return tiles * 2;
+  if (type.getElementType().isF32())
+    return tiles * (shape[1] / 8) * 4;
+  return tiles * (shape[1] / 16) * 4;
+}
+
+Type FragmentLayout::convertType(FragType type) const {
+  MLIRContext *ctx = type.getContext();
+  Type element = type.getElementType().isF32() ? Type(Float32Type::get(ctx))
+                                               : Type(IntegerType::get(ctx, 32));
+  return LLVM::LLVMArrayType::get(element, numValues(type));
+}
+
+LLVM::LLVMStructType lowering::getTensorDescType(MLIRContext *ctx) {
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, {LLVM::LLVMPointerType::get(ctx, 1), i32, i32, i64, i64, i64});
+}
+
+LLVM::LLVMStructType lowering::getLseDescType(MLIRContext *ctx) {
+  Type i64 = IntegerType::get(ctx, 64);
+  return LLVM::LLVMStructType::getLiteral(
+      ctx, {LLVM::LLVMPointerType::get(ctx, 1), i64, i64});
+}
+
+//===----------------------------------------------------------------------===//
+// Emitter
+//===----------------------------------------------------------------------===//
+
+Value Emitter::i32(int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                  b.getI32IntegerAttr(value));
+}
+Value Emitter::i64(int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                  b.getI64IntegerAttr(value));
+}
+Value Emitter::f32(float value) {
+  return LLVM::ConstantOp::create(b, loc, b.getF32Type(),
+                                  b.getF32FloatAttr(value));
+}
+Value Emitter::add(Value a, Value c) { return LLVM::AddOp::create(b, loc, a, c); }
+Value Emitter::sub(Value a, Value c) { return LLVM::SubOp::create(b, loc, a, c); }
+Value Emitter::mul(Value a, Value c) { return LLVM::MulOp::create(b, loc, a, c); }
+Value Emitter::sdiv(Value a, Value c) {
+  return LLVM::SDivOp::create(b, loc, a, c);
+}
+Value Emitter::floorDiv(Value a, int64_t c) {
+  // (a - (a < 0 ? c - 1 : 0)) / c with truncating division.
+  Value neg = cmp(LLVM::ICmpPredicate::slt, a, i32(0));
+  Value adjusted = sub(a, select(neg, i32(c - 1), i32(0)));
+  return sdiv(adjusted, i32(c));
+}
+Value Emitter::ceilDiv(Value a, int64_t c) {
+  return floorDiv(add(a, c - 1), c);
+}
+Value Emitter::udiv(Value a, int64_t c) {
+  return LLVM::UDivOp::create(b, loc, a, i32(c));
+}
+Value Emitter::urem(Value a, int64_t c) {
+  return LLVM::URemOp::create(b, loc, a, i32(c));
+}
+Value Emitter::bitAnd(Value a, int64_t c) {
+  return LLVM::AndOp::create(b, loc, a, i32(c));
+}
+Value Emitter::bitXor(Value a, Value c) {
+  return LLVM::XOrOp::create(b, loc, a, c);
+}
+Value Emitter::shl(Value a, int64_t c) {
+  return LLVM::ShlOp::create(b, loc, a, i32(c));
+}
+Value Emitter::lshr(Value a, int64_t c) {
+  return LLVM::LShrOp::create(b, loc, a, i32(c));
+}
+Value Emitter::smin(Value a, Value c) {
+  return LLVM::SMinOp::create(b, loc, a, c);
+}
+Value Emitter::smax(Value a, Value c) {
+  return LLVM::SMaxOp::create(b, loc, a, c);
+}
+Value Emitter::cmp(LLVM::ICmpPredicate pred, Value a, Value c) {
+  return LLVM::ICmpOp::create(b, loc, pred, a, c);
+}
+Value Emitter::select(Value cond, Value a, Value c) {
+  return LLVM::SelectOp::create(b, loc, cond, a, c);
+}
+Value Emitter::sext64(Value a) {
+  return LLVM::SExtOp::create(b, loc, b.getI64Type(), a);
+}
+Value Emitter::add64(Value a, Value c) {
+  return LLVM::AddOp::create(b, loc, a, c);
+}
+Value Emitter::mul64(Value a, Value c) {
+  return LLVM::MulOp::create(b, loc, a, c);
+}
+
+Value Emitter::fadd(Value a, Value c) {
+  return LLVM::FAddOp::create(b, loc, a, c);
+}
+Value Emitter::fmul(Value a, Value c) {
+  return LLVM::FMulOp::create(b, loc, a, c);
+}
+Value Emitter::fma(Value a, Value c, Value d) {
+  return LLVM::FMAOp::create(b, loc, a, c, d);
+}
+Value Emitter::fmax(Value a, Value c) {
+  return LLVM::MaxNumOp::create(b, loc, a, c);
+}
+Value Emitter::fcmp(LLVM::FCmpPredicate pred, Value a, Value c) {
+  return LLVM::FCmpOp::create(b, loc, pred, a, c);
+}
+
+static Value callF32Intrinsic(OpBuilder &b, Location loc, StringRef name,
+                              Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+Value Emitter::exp2(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
+}
+Value Emitter::log2(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.lg2.approx.f", x);
+}
+Value Emitter::rcp(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.rcp.approx.ftz.f", x);
+}
+Value Emitter::shflXor(Value x, int64_t laneMask) {
+  return NVVM::ShflOp::create(b, loc, x.getType(), i32(-1), x, i32(laneMask),
+                              i32(0x1f), NVVM::ShflKind::bfly,
+                              UnitAttr());
+}
+
+Value Emitter::gep(Value base, Value byteOffset) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{byteOffset});
+}
+
+Value Emitter::packPair(Value lo, Value hi, Type dtype) {
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Value vec = LLVM::PoisonOp::create(b, loc, f32x2);
+  vec = LLVM::InsertElementOp::create(b, loc, vec, lo, i32(0));
+  vec = LLVM::InsertElementOp::create(b, loc, vec, hi, i32(1));
+  Value half = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, dtype), vec);
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), half);
+}
+
+Value Emitter::extract(Value aggregate, int64_t index) {
+  return LLVM::ExtractValueOp::create(b, loc, aggregate, index);
+}
+Value Emitter::insert(Value aggregate, Value value, int64_t index) {
+  return LLVM::InsertValueOp::create(b, loc, aggregate, value, index);
+}
+
+SmallVector<Value> Emitter::unpack(Value array) {
+  auto type = cast<LLVM::LLVMArrayType>(array.getType());
+  SmallVector<Value> values;
+  for (unsigned i = 0; i < type.getNumElements(); ++i)
+    values.push_back(extract(array, i));
+  return values;
+}
+
+Value Emitter::pack(Type type, ValueRange values) {
+  Value array = LLVM::PoisonOp::create(b, loc, type);
+  for (auto [i, value] : llvm::enumerate(values))
+    array = insert(array, value, i);
+  return array;
+}
+
+ThreadCoords ThreadCoords::get(Emitter &e) {
+  OpBuilder &b = e.builder();
+  ThreadCoords c;
+  c.tid = NVVM::ThreadIdXOp::create(b, e.location(), b.getI32Type());
+  c.warp = e.udiv(c.tid, 32);
+  c.lane = e.urem(c.tid, 32);
+  c.g = e.udiv(c.lane, 4);
+  c.t = e.urem(c.lane, 4);
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel context
+//===----------------------------------------------------------------------===//
+
+ConfigAttr lowering::getKernelConfig(Operation *op) {
+  if (auto kernel = op->getParentOfType<KernelOp>())
+    return kernel.getConfigAttr();
+  if (auto func = op->getParentOfType<LLVM::LLVMFuncOp>())
+    return func->getAttrOfType<ConfigAttr>(kConfigAttrName);
+  return {};
+}
+
+Value lowering::getKernelParam(Operation *op, unsigned index) {
+  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+  assert(func && "kernel ops are lowered after their kernel");
+  return func.getArgument(index);
+}
+
+Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
+  auto module = anchor->getParentOfType<ModuleOp>();
+  OpBuilder &b = e.builder();
+  if (!module.lookupSymbol(kSmemSymbol)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto global = LLVM::GlobalOp::create(
+        b, e.location(), LLVM::LLVMArrayType::get(b.getI8Type(), 0),
+        /*isConstant=*/false, LLVM::Linkage::External, kSmemSymbol,
+        Attribute(), /*alignment=*/128, /*addrSpace=*/3);
+    (void)global;
+  }
+  return LLVM::AddressOfOp::create(b, e.location(),
+                                   LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                   kSmemSymbol);
+}
+
+Value lowering::swizzledOffset(Emitter &e, Value row, Value chunk,
+                             int64_t cols) {
+  int64_t chunksPerRow = cols / 8;
+  Value physical;
+  if (chunksPerRow % 8 == 0) {
+    physical = e.bitXor(chunk, e.bitAnd(row, 7));
+  } else {
+    // Groups of 4 chunks, keyed by (row / 2) % 4: rows of 12 chunks (d = 96)
+    // start at bank group 4 * row, so rows 2r and 2r + 1 already differ.
+    physical = e.bitXor(chunk, e.bitAnd(e.lshr(row, 1), 3));
+  }
+  return e.add(e.mul(row, cols * 2), e.shl(physical, 4));
+}
+
+void lowering::emitIf(RewriterBase &rewriter, Location loc, Value cond,
+                    function_ref<void()> body) {
+  Block *current = rewriter.getInsertionBlock();
+  Block *continuation =
+      rewriter.splitBlock(current, rewriter.getInsertionPoint());
+  Block *thenBlock = rewriter.createBlock(continuation);
+  rewriter.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(rewriter, loc, cond, thenBlock, continuation);
+  rewriter.setInsertionPointToStart(thenBlock);
+  body();
+  LLVM::BrOp::create(rewriter, loc, continuation);
+  rewriter.setInsertionPointToStart(continuation);
+}

@@ -1,0 +1,162 @@
+//===- LoweringUtils.h - Shared helpers of the AttnToNVVM patterns -*- C++ -*-//
+//
+// Private to lib/Conversion/AttnToNVVM: 32-bit index arithmetic on the LLVM
+// dialect, the thread's coordinates, the shared-memory base and swizzle, and
+// access to the per-thread fragment arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_LIB_CONVERSION_ATTNTONVVM_LOWERINGUTILS_H
+#define FLASHTILE_LIB_CONVERSION_ATTNTONVVM_LOWERINGUTILS_H
+
+#include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+class LLVMTypeConverter;
+} // namespace mlir
+
+namespace flashtile::attn::lowering {
+
+/// The dynamic shared memory every buffer lives in.
+constexpr llvm::StringLiteral kSmemSymbol = "__flashtile_smem";
+/// The attribute that keeps a lowered kernel's config on its llvm.func.
+constexpr llvm::StringLiteral kConfigAttrName = "attn.config";
+
+/// Field positions of the descriptor struct of Q, K, V and O:
+/// (ptr<1>, i32 seqlen, i32 heads, i64 stride_batch, i64 stride_seq,
+/// i64 stride_head).
+enum TensorDescField : int64_t {
+  kDescPtr = 0,
+  kDescSeqlen,
+  kDescHeads,
+  kDescStrideBatch,
+  kDescStrideSeq,
+  kDescStrideHead,
+};
+/// Field positions of the LSE descriptor: (ptr<1>, i64 stride_batch,
+/// i64 stride_head); the sequence stride is 1.
+enum LseDescField : int64_t { kLsePtr = 0, kLseStrideBatch, kLseStrideHead };
+
+mlir::LLVM::LLVMStructType getTensorDescType(mlir::MLIRContext *ctx);
+mlir::LLVM::LLVMStructType getLseDescType(mlir::MLIRContext *ctx);
+
+/// 32-bit integer and f32 arithmetic at one insertion point.
+class Emitter {
+public:
+  Emitter(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() { return loc; }
+
+  mlir::Value i32(int64_t value);
+  mlir::Value i64(int64_t value);
+  mlir::Value f32(float value);
+  mlir::Value add(mlir::Value a, mlir::Value c);
+  mlir::Value add(mlir::Value a, int64_t c) { return add(a, i32(c)); }
+  mlir::Value sub(mlir::Value a, mlir::Value c);
+  mlir::Value mul(mlir::Value a, mlir::Value c);
+  mlir::Value mul(mlir::Value a, int64_t c) { return mul(a, i32(c)); }
+  /// Floor division and modulo for c > 0 (correct for negative a).
+  mlir::Value floorDiv(mlir::Value a, int64_t c);
+  mlir::Value ceilDiv(mlir::Value a, int64_t c);
+  mlir::Value udiv(mlir::Value a, int64_t c);
+  mlir::Value urem(mlir::Value a, int64_t c);
+  mlir::Value sdiv(mlir::Value a, mlir::Value c);
+  mlir::Value bitAnd(mlir::Value a, int64_t c);
+  mlir::Value bitXor(mlir::Value a, mlir::Value c);
+  mlir::Value shl(mlir::Value a, int64_t c);
+  mlir::Value lshr(mlir::Value a, int64_t c);
+  mlir::Value smin(mlir::Value a, mlir::Value c);
+  mlir::Value smax(mlir::Value a, mlir::Value c);
+  mlir::Value cmp(mlir::LLVM::ICmpPredicate pred, mlir::Value a, mlir::Value c);
+  mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value c);
+  mlir::Value sext64(mlir::Value a);
+  mlir::Value add64(mlir::Value a, mlir::Value c);
+  mlir::Value mul64(mlir::Value a, mlir::Value c);
+
+  mlir::Value fadd(mlir::Value a, mlir::Value c);
+  mlir::Value fmul(mlir::Value a, mlir::Value c);
+  mlir::Value fma(mlir::Value a, mlir::Value c, mlir::Value d);
+  mlir::Value fmax(mlir::Value a, mlir::Value c);
+  mlir::Value fcmp(mlir::LLVM::FCmpPredicate pred, mlir::Value a,
+                   mlir::Value c);
+  /// ex2.approx.ftz.f32: 2^x, with 2^-inf = 0.
+  mlir::Value exp2(mlir::Value x);
+  /// lg2.approx.f32.
+  mlir::Value log2(mlir::Value x);
+  /// rcp.approx.ftz.f32.
+  mlir::Value rcp(mlir::Value x);
+  /// shfl.sync.bfly over the full warp.
+  mlir::Value shflXor(mlir::Value x, int64_t laneMask);
+
+  /// `base + byteOffset` for a pointer of any address space.
+  mlir::Value gep(mlir::Value base, mlir::Value byteOffset);
+  /// Two f32 converted to `dtype` (f16 or bf16) and packed into an i32.
+  mlir::Value packPair(mlir::Value lo, mlir::Value hi, mlir::Type dtype);
+
+  mlir::Value extract(mlir::Value aggregate, int64_t index);
+  mlir::Value insert(mlir::Value aggregate, mlir::Value value, int64_t index);
+  /// All elements of a per-thread array.
+  llvm::SmallVector<mlir::Value> unpack(mlir::Value array);
+  /// A per-thread array of `type` holding `values`.
+  mlir::Value pack(mlir::Type type, mlir::ValueRange values);
+
+private:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+};
+
+/// The calling thread's place in its block.
+struct ThreadCoords {
+  mlir::Value tid, warp, lane;
+  /// lane / 4 and lane % 4: the row and column group of mma fragments.
+  mlir::Value g, t;
+  static ThreadCoords get(Emitter &e);
+};
+
+/// The tile configuration of the kernel `op` belongs to (found on the
+/// enclosing attn.kernel, or on the llvm.func it became).
+ConfigAttr getKernelConfig(mlir::Operation *op);
+/// The llvm.func parameter `index` of the kernel `op` has been lowered into.
+mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
+
+/// Pointer (address space 3) to the start of the dynamic shared memory.
+mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
+
+/// Byte offset of 16-byte chunk `chunk` of row `row` in a row-major shared
+/// tile of `cols` 16-bit elements per row. Chunks are XOR-swizzled with the
+/// row so that eight consecutive rows read at one logical chunk hit eight
+/// distinct 16-byte bank groups (ldmatrix reads 8 rows per phase): within
+/// groups of 8 chunks by `row % 8` when a row has a multiple of 8 chunks,
+/// within groups of 4 chunks by `(row / 2) % 4` otherwise (e.g. d = 96).
+mlir::Value swizzledOffset(Emitter &e, mlir::Value row, mlir::Value chunk,
+                           int64_t cols);
+
+/// Splits the current block and runs `body` only when `cond` holds; the
+/// rewriter continues after the conditional code.
+void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
+            llvm::function_ref<void()> body);
+
+} // namespace flashtile::attn::lowering
+
+#endif // FLASHTILE_LIB_CONVERSION_ATTNTONVVM_LOWERINGUTILS_H
+
+namespace flashtile::attn::lowering {
+// The pattern groups, one file each.
+void populateKernelPatterns(mlir::LLVMTypeConverter &converter,
+                            mlir::RewritePatternSet &patterns);
+void populateMemoryPatterns(mlir::LLVMTypeConverter &converter,
+                            mlir::RewritePatternSet &patterns);
+void populateMmaPatterns(mlir::LLVMTypeConverter &converter,
+                         mlir::RewritePatternSet &patterns);
+void populateSoftmaxPatterns(mlir::LLVMTypeConverter &converter,
+                             mlir::RewritePatternSet &patterns);
+void populateEpiloguePatterns(mlir::LLVMTypeConverter &converter,
+                              mlir::RewritePatternSet &patterns);
+} // namespace flashtile::attn::lowering

@@ -1,0 +1,136 @@
+//===- MemoryLowering.cpp - Shared buffers, async copies, barriers --------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+namespace {
+
+/// A buffer is the dynamic shared memory plus its allocated offset.
+struct SmemAllocLowering : public ConvertOpToLLVMPattern<SmemAllocOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(SmemAllocOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<int64_t> offset = op.getOffset();
+    if (!offset)
+      return rewriter.notifyMatchFailure(op, "buffer has no offset");
+    Emitter e(rewriter, op.getLoc());
+    Value base = getSmemBase(e, op);
+    rewriter.replaceOp(op, e.gep(base, e.i32(*offset)));
+    return success();
+  }
+};
+
+/// One tile of rows into a buffer slot, as 16-byte cp.async.cg chunks spread
+/// over the block's threads. Rows at or past the sequence end copy 0 bytes,
+/// which zero-fills the chunk; a negative tile issues no copy. Either way the
+/// op commits exactly one group, as attn.async_wait counts them.
+struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(CopyAsyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    if (!config)
+      return rewriter.notifyMatchFailure(op, "no kernel config");
+    Location loc = op.getLoc();
+    MemRefType dstType = op.getDst().getType();
+    int64_t slots = dstType.getDimSize(0), rows = dstType.getDimSize(1),
+            cols = dstType.getDimSize(2);
+    int64_t threads = config.getWarps() * 32;
+    int64_t chunksPerRow = cols / 8;
+    int64_t chunks = rows * chunksPerRow;
+    int64_t slotBytes = rows * cols * 2;
+
+    Emitter e(rewriter, loc);
+    Value tile = adaptor.getTile();
+    Value desc = adaptor.getSrc();
+    emitIf(rewriter, loc, e.cmp(LLVM::ICmpPredicate::sge, tile, e.i32(0)),
+           [&] {
+             ThreadCoords thread = ThreadCoords::get(e);
+             Value slotBase =
+                 e.gep(adaptor.getDst(), e.mul(e.urem(tile, slots), slotBytes));
+             Value seqlen = e.extract(desc, kDescSeqlen);
+             Value strideSeq = e.extract(desc, kDescStrideSeq);
+             Value headBase = e.add64(
+                 e.mul64(e.sext64(adaptor.getBatch()),
+                         e.extract(desc, kDescStrideBatch)),
+                 e.mul64(e.sext64(adaptor.getHead()),
+                         e.extract(desc, kDescStrideHead)));
+             Value firstRow = e.mul(tile, rows);
+             Value base = e.extract(desc, kDescPtr);
+             for (int64_t i = 0; i * threads < chunks; ++i) {
+               Value chunkId = e.add(thread.tid, i * threads);
+               auto copyChunk = [&] {
+                 Value row = e.udiv(chunkId, chunksPerRow);
+                 Value chunk = e.urem(chunkId, chunksPerRow);
+                 Value globalRow = e.add(firstRow, row);
+                 Value inRange =
+                     e.cmp(LLVM::ICmpPredicate::slt, globalRow, seqlen);
+                 // Out-of-range rows read nothing, but keep the address valid.
+                 Value safeRow = e.select(inRange, globalRow, e.i32(0));
+                 Value element = e.add64(
+                     e.add64(headBase, e.mul64(e.sext64(safeRow), strideSeq)),
+                     e.sext64(e.mul(chunk, 8)));
+                 Value src = e.gep(base, e.mul64(element, e.i64(2)));
+                 Value dst = e.gep(slotBase, swizzledOffset(e, row, chunk, cols));
+                 Value bytes = e.select(inRange, e.i32(16), e.i32(0));
+                 NVVM::CpAsyncOp::create(
+                     rewriter, loc, dst, src, rewriter.getI32IntegerAttr(16),
+                     NVVM::LoadCacheModifierKindAttr::get(
+                         rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
+                     bytes);
+               };
+               if ((i + 1) * threads <= chunks)
+                 copyChunk();
+               else
+                 emitIf(rewriter, loc,
+                        e.cmp(LLVM::ICmpPredicate::ult, chunkId,
+                              e.i32(chunks)),
+                        copyChunk);
+             }
+           });
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct AsyncWaitLowering : public ConvertOpToLLVMPattern<AsyncWaitOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(AsyncWaitOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncWaitGroupOp>(op, op.getPending());
+    return success();
+  }
+};
+
+struct BarrierLowering : public ConvertOpToLLVMPattern<BarrierOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(BarrierOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<NVVM::Barrier0Op>(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateMemoryPatterns(LLVMTypeConverter &converter,
+                                    RewritePatternSet &patterns) {
+  patterns.add<SmemAllocLowering, CopyAsyncLowering, AsyncWaitLowering,
+               BarrierLowering>(converter);
+}

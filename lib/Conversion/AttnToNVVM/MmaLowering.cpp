@@ -1,0 +1,251 @@
+//===- MmaLowering.cpp - ldmatrix and mma.sync.m16n8k16 -------------------===//
+//
+// Operand addressing follows the PTX ISA's ldmatrix description: lanes
+// 8q..8q+7 give the row addresses of matrix q of an .x4 load, and register q
+// of every thread receives matrix q in the mma fragment layout. The swizzle
+// of swizzledOffset() keeps each 8-row phase free of bank conflicts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+/// ldmatrix.sync.aligned.m8n8.x4[.trans].b16 at `address`: four i32.
+static SmallVector<Value, 4> loadMatrixX4(Emitter &e, Value address,
+                                          bool transpose) {
+  OpBuilder &b = e.builder();
+  MLIRContext *ctx = b.getContext();
+  Type i32 = b.getI32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+  Value result = NVVM::LdMatrixOp::create(
+      b, e.location(), resultType, address, b.getI32IntegerAttr(4),
+      NVVM::MMALayoutAttr::get(ctx, transpose ? NVVM::MMALayout::col
+                                              : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+      NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+  SmallVector<Value, 4> regs;
+  for (int64_t r = 0; r < 4; ++r)
+    regs.push_back(e.extract(result, r));
+  return regs;
+}
+
+/// d = a * b + c for one m16n8k16 tile: `a` four packed i32, `b` two, `c`
+/// four f32. f16 operands go as vector<2xf16>; bf16 ones as i32 with their
+/// PTX type given explicitly (nvgpu.mma.sync has no bf16).
+static SmallVector<Value, 4> mmaSync(Emitter &e, Type dtype, ArrayRef<Value> a,
+                                     ArrayRef<Value> b, ArrayRef<Value> c) {
+  OpBuilder &builder = e.builder();
+  MLIRContext *ctx = builder.getContext();
+  Type f32 = builder.getF32Type();
+  SmallVector<Value, 4> aOps(a), bOps(b);
+  NVVM::MMATypes ptxType = NVVM::MMATypes::bf16;
+  if (dtype.isF16()) {
+    ptxType = NVVM::MMATypes::f16;
+    auto half2 = VectorType::get({2}, dtype);
+    for (Value &v : aOps)
+      v = LLVM::BitcastOp::create(builder, e.location(), half2, v);
+    for (Value &v : bOps)
+      v = LLVM::BitcastOp::create(builder, e.location(), half2, v);
+  }
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      builder, e.location(), resultType, aOps, bOps, c,
+      /*shape=*/{16, 8, 16}, /*b1Op=*/std::nullopt,
+      /*intOverflow=*/std::nullopt,
+      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value, 4> out;
+  for (int64_t r = 0; r < 4; ++r)
+    out.push_back(e.extract(d, r));
+  return out;
+}
+
+/// The start of slot `tile mod slots` of a ring buffer.
+static Value slotAddress(Emitter &e, Value buffer, MemRefType type,
+                         Value tile) {
+  int64_t slotBytes = type.getDimSize(1) * type.getDimSize(2) * 2;
+  if (type.getDimSize(0) == 1)
+    return buffer;
+  return e.gep(buffer, e.mul(e.urem(tile, type.getDimSize(0)), slotBytes));
+}
+
+/// The A fragment (four i32) of m-tile `i`, k-tile `k` of a row-major
+/// [rows x cols] shared tile, for the warp whose first row is `warpRow`.
+static SmallVector<Value, 4> loadAFragment(Emitter &e, ThreadCoords &thread,
+                                           Value tileBase, Value warpRow,
+                                           int64_t i, int64_t k,
+                                           int64_t cols) {
+  Value row = e.add(e.add(warpRow, e.i32(16 * i)), e.bitAnd(thread.lane, 15));
+  Value chunk = e.add(e.i32(2 * k), e.lshr(thread.lane, 4));
+  return loadMatrixX4(e, e.gep(tileBase, swizzledOffset(e, row, chunk, cols)),
+                      /*transpose=*/false);
+}
+
+namespace {
+
+/// Q into registers: one ldmatrix.x4 per (m-tile, k-tile).
+struct LoadFragLowering : public ConvertOpToLLVMPattern<LoadFragOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(LoadFragOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragType type = op.getResult().getType();
+    FragmentLayout layout(config.getWarps());
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), kTiles = cols / 16;
+
+    Emitter e(rewriter, op.getLoc());
+    ThreadCoords thread = ThreadCoords::get(e);
+    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    SmallVector<Value> values(layout.numValues(type));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t k = 0; k < kTiles; ++k) {
+        SmallVector<Value, 4> regs =
+            loadAFragment(e, thread, adaptor.getSrc(), warpRow, i, k, cols);
+        for (int64_t r = 0; r < 4; ++r)
+          values[FragmentLayout::aIndex(i, k, r, kTiles)] = regs[r];
+      }
+    rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
+    return success();
+  }
+};
+
+/// S = Q K^T. K rows are the mma's B columns, so K loads without .trans: one
+/// ldmatrix.x4 gives the B fragments of two n-tiles for one k-tile.
+struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(MmaQKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragmentLayout layout(config.getWarps());
+    FragType sType = op.getS().getType();
+    MemRefType kType = op.getK().getType();
+    Type dtype = kType.getElementType();
+    int64_t rows = sType.getDimSize(0), keys = sType.getDimSize(1);
+    int64_t headDim = kType.getDimSize(2);
+    int64_t mTiles = layout.mTiles(rows), nTiles = keys / 8,
+            kTiles = headDim / 16;
+
+    Emitter e(rewriter, op.getLoc());
+    ThreadCoords thread = ThreadCoords::get(e);
+    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    Value kBase = slotAddress(e, adaptor.getK(), kType, adaptor.getTile());
+    bool qInRegs = isa<FragType>(op.getQ().getType());
+    SmallVector<Value> qRegs;
+    if (qInRegs)
+      qRegs = e.unpack(adaptor.getQ());
+
+    SmallVector<Value> acc(layout.numValues(sType), e.f32(0.0f));
+    // Row and chunk of this lane's K address, before the tile offsets.
+    Value laneRow = e.add(e.bitAnd(thread.lane, 7),
+                          e.shl(e.lshr(thread.lane, 4), 3));
+    Value laneChunk = e.bitAnd(e.lshr(thread.lane, 3), 1);
+    for (int64_t k = 0; k < kTiles; ++k) {
+      SmallVector<SmallVector<Value, 4>> a(mTiles);
+      for (int64_t i = 0; i < mTiles; ++i) {
+        if (qInRegs) {
+          for (int64_t r = 0; r < 4; ++r)
+            a[i].push_back(qRegs[FragmentLayout::aIndex(i, k, r, kTiles)]);
+        } else {
+          a[i] = loadAFragment(e, thread, adaptor.getQ(), warpRow, i, k,
+                               headDim);
+        }
+      }
+      for (int64_t np = 0; np < nTiles / 2; ++np) {
+        Value row = e.add(laneRow, e.i32(16 * np));
+        Value chunk = e.add(laneChunk, e.i32(2 * k));
+        SmallVector<Value, 4> b = loadMatrixX4(
+            e, e.gep(kBase, swizzledOffset(e, row, chunk, headDim)),
+            /*transpose=*/false);
+        for (int64_t half = 0; half < 2; ++half) {
+          int64_t j = 2 * np + half;
+          for (int64_t i = 0; i < mTiles; ++i) {
+            SmallVector<Value> c;
+            for (int64_t r = 0; r < 4; ++r)
+              c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
+            SmallVector<Value, 4> d = mmaSync(
+                e, dtype, a[i], {b[2 * half], b[2 * half + 1]}, c);
+            for (int64_t r = 0; r < 4; ++r)
+              acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
+          }
+        }
+      }
+    }
+    rewriter.replaceOp(op, e.pack(layout.convertType(sType), acc));
+    return success();
+  }
+};
+
+/// acc += P V. V is stored [key][dim], so the B operand (k = key, n = dim)
+/// loads with ldmatrix .trans; P is already an A fragment in registers.
+struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(MmaPVOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragmentLayout layout(config.getWarps());
+    FragType pType = op.getP().getType();
+    FragType accType = op.getAcc().getType();
+    MemRefType vType = op.getV().getType();
+    Type dtype = vType.getElementType();
+    int64_t rows = pType.getDimSize(0), keys = pType.getDimSize(1);
+    int64_t headDimV = vType.getDimSize(2);
+    int64_t mTiles = layout.mTiles(rows), kTiles = keys / 16,
+            nTiles = headDimV / 8;
+
+    Emitter e(rewriter, op.getLoc());
+    ThreadCoords thread = ThreadCoords::get(e);
+    Value vBase = slotAddress(e, adaptor.getV(), vType, adaptor.getTile());
+    SmallVector<Value> p = e.unpack(adaptor.getP());
+    SmallVector<Value> acc = e.unpack(adaptor.getAcc());
+    Value laneRow = e.add(e.bitAnd(thread.lane, 7),
+                          e.shl(e.bitAnd(e.lshr(thread.lane, 3), 1), 3));
+    Value laneChunk = e.lshr(thread.lane, 4);
+    for (int64_t k = 0; k < kTiles; ++k) {
+      for (int64_t np = 0; np < nTiles / 2; ++np) {
+        Value row = e.add(laneRow, e.i32(16 * k));
+        Value chunk = e.add(laneChunk, e.i32(2 * np));
+        SmallVector<Value, 4> b = loadMatrixX4(
+            e, e.gep(vBase, swizzledOffset(e, row, chunk, headDimV)),
+            /*transpose=*/true);
+        for (int64_t half = 0; half < 2; ++half) {
+          int64_t j = 2 * np + half;
+          for (int64_t i = 0; i < mTiles; ++i) {
+            SmallVector<Value> a, c;
+            for (int64_t r = 0; r < 4; ++r) {
+              a.push_back(p[FragmentLayout::aIndex(i, k, r, kTiles)]);
+              c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
+            }
+            SmallVector<Value, 4> d =
+                mmaSync(e, dtype, a, {b[2 * half], b[2 * half + 1]}, c);
+            for (int64_t r = 0; r < 4; ++r)
+              acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
+          }
+        }
+      }
+    }
+    rewriter.replaceOp(op, e.pack(layout.convertType(accType), acc));
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateMmaPatterns(LLVMTypeConverter &converter,
+                                 RewritePatternSet &patterns) {
+  patterns.add<LoadFragLowering, MmaQKLowering, MmaPVLowering>(converter);
+}

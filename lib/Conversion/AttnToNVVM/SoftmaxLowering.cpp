@@ -1,0 +1,175 @@
+//===- SoftmaxLowering.cpp - Splat, masking and the online softmax --------===//
+
+#include "LoweringUtils.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+namespace {
+
+struct SplatLowering : public ConvertOpToLLVMPattern<SplatOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(SplatOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FragType type = op.getResult().getType();
+    if (!type.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "only f32 fragments are splat");
+    FragmentLayout layout(getKernelConfig(op).getWarps());
+    Emitter e(rewriter, op.getLoc());
+    Value value = e.f32(op.getValue().convertToFloat());
+    SmallVector<Value> values(layout.numValues(type), value);
+    rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
+    return success();
+  }
+};
+
+/// Sets scores outside the window or past seqlen_k to -inf. Per thread the
+/// bounds are computed once per row and compared with each column.
+struct MaskLowering : public ConvertOpToLLVMPattern<MaskOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragmentLayout layout(config.getWarps());
+    FragType type = op.getS().getType();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    int64_t left = op.getWindowLeft(), right = op.getWindowRight();
+    using P = LLVM::ICmpPredicate;
+
+    Emitter e(rewriter, op.getLoc());
+    ThreadCoords thread = ThreadCoords::get(e);
+    Value seqlenK = adaptor.getSeqlenK();
+    Value offset = e.sub(seqlenK, adaptor.getSeqlenQ());
+    Value rowBase = e.add(e.mul(adaptor.getMBlock(), config.getTileM()),
+                          e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
+                                thread.g));
+    Value colBase = e.add(e.mul(adaptor.getNBlock(), cols), e.mul(thread.t, 2));
+    Value negInf = e.f32(kNegInf);
+    SmallVector<Value> s = e.unpack(adaptor.getS());
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value diagonal = e.add(e.add(rowBase, 16 * i + 8 * h), offset);
+        // Keys j with lowest <= j < limit are visible to this row.
+        Value limit = seqlenK;
+        if (right >= 0)
+          limit = e.smin(limit, e.add(diagonal, right + 1));
+        Value lowest = left >= 0 ? e.sub(diagonal, e.i32(left)) : Value();
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t c = 0; c < 2; ++c) {
+            Value col = e.add(colBase, 8 * j + c);
+            Value masked = e.cmp(P::sge, col, limit);
+            if (lowest)
+              masked = LLVM::OrOp::create(rewriter, op.getLoc(), masked,
+                                          e.cmp(P::slt, col, lowest));
+            int64_t index = FragmentLayout::accIndex(i, j, 2 * h + c, nTiles);
+            s[index] = e.select(masked, negInf, s[index]);
+          }
+      }
+    rewriter.replaceOp(op, e.pack(layout.convertType(type), s));
+    return success();
+  }
+};
+
+/// One online-softmax step in the exp2 domain (FlashAttention-2, Alg. 1):
+/// the scale is folded into one FMA per score, row maxima are reduced over
+/// the four threads of a quad with shfl.bfly, row sums stay per thread until
+/// the epilogue. A row whose max is still -inf uses 0 as its max so that
+/// exp2(-inf - 0) = 0 and nothing becomes NaN.
+struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ConfigAttr config = getKernelConfig(op);
+    FragmentLayout layout(config.getWarps());
+    FragType sType = op.getS().getType();
+    FragType accType = op.getAcc().getType();
+    FragType pType = op.getP().getType();
+    Type dtype = pType.getElementType();
+    int64_t rows = sType.getDimSize(0);
+    int64_t mTiles = layout.mTiles(rows), nTiles = sType.getDimSize(1) / 8;
+    int64_t accTiles = accType.getDimSize(1) / 8;
+
+    Emitter e(rewriter, op.getLoc());
+    Value c = adaptor.getScaleLog2();
+    Value negInf = e.f32(kNegInf);
+    SmallVector<Value> s = e.unpack(adaptor.getS());
+    SmallVector<Value> rowMax = e.unpack(adaptor.getRowMax());
+    SmallVector<Value> rowSum = e.unpack(adaptor.getRowSum());
+    SmallVector<Value> acc = e.unpack(adaptor.getAcc());
+
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t row = FragmentLayout::rowIndex(i, h);
+        Value tileMax = negInf;
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t r = 2 * h; r < 2 * h + 2; ++r)
+            tileMax = e.fmax(tileMax,
+                             s[FragmentLayout::accIndex(i, j, r, nTiles)]);
+        tileMax = e.fmax(tileMax, e.shflXor(tileMax, 1));
+        tileMax = e.fmax(tileMax, e.shflXor(tileMax, 2));
+        Value newMax = e.fmax(rowMax[row], tileMax);
+        Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, newMax, negInf);
+        Value scaledMax = e.select(empty, e.f32(0.0f), e.fmul(newMax, c));
+        Value negScaledMax = LLVM::FNegOp::create(rewriter, op.getLoc(), scaledMax);
+        Value alpha = e.exp2(e.fma(rowMax[row], c, negScaledMax));
+
+        Value sum = e.f32(0.0f);
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t r = 2 * h; r < 2 * h + 2; ++r) {
+            int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
+            s[index] = e.exp2(e.fma(s[index], c, negScaledMax));
+            sum = e.fadd(sum, s[index]);
+          }
+        rowSum[row] = e.fma(rowSum[row], alpha, sum);
+        rowMax[row] = newMax;
+        for (int64_t j = 0; j < accTiles; ++j)
+          for (int64_t r = 2 * h; r < 2 * h + 2; ++r) {
+            int64_t index = FragmentLayout::accIndex(i, j, r, accTiles);
+            acc[index] = e.fmul(acc[index], alpha);
+          }
+      }
+
+    // P as the A operand of the PV mma: the C fragments of n-tiles 2k and
+    // 2k + 1 are the A fragment of k-tile k.
+    int64_t kTiles = nTiles / 2;
+    SmallVector<Value> p(layout.numValues(pType));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t k = 0; k < kTiles; ++k)
+        for (int64_t r = 0; r < 4; ++r) {
+          int64_t j = 2 * k + r / 2, first = 2 * (r % 2);
+          p[FragmentLayout::aIndex(i, k, r, kTiles)] = e.packPair(
+              s[FragmentLayout::accIndex(i, j, first, nTiles)],
+              s[FragmentLayout::accIndex(i, j, first + 1, nTiles)], dtype);
+        }
+
+    FragType rowType = op.getRowMax().getType();
+    rewriter.replaceOp(op, {e.pack(layout.convertType(pType), p),
+                            e.pack(layout.convertType(rowType), rowMax),
+                            e.pack(layout.convertType(rowType), rowSum),
+                            e.pack(layout.convertType(accType), acc)});
+    return success();
+  }
+};
+
+} // namespace
+
+void lowering::populateSoftmaxPatterns(LLVMTypeConverter &converter,
+                                     RewritePatternSet &patterns) {
+  patterns.add<SplatLowering, MaskLowering, OnlineSoftmaxLowering>(converter);
+}
