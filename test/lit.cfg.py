@@ -27,3 +27,22 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flashtile_tools_dir, append_path=True)
+
+# ptxas (CUDA toolkit) for the cubin tests: found the way flashtile-compile
+# finds it.
+import shutil
+
+def find_ptxas():
+    candidates = []
+    if os.environ.get("CUDA_HOME"):
+        candidates.append(os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas"))
+    candidates.append("/usr/local/cuda/bin/ptxas")
+    for path in candidates:
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("ptxas")
+
+if find_ptxas():
+    config.available_features.add("ptxas")
+if os.environ.get("CUDA_HOME"):
+    config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]

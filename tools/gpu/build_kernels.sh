@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Compiles the kernels the GPU checks run: for each dtype, head dim and mask,
+# the SM120 configuration built for the sm_90 ISA (so that it runs on an
+# H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
+# the folder given (default: .gpu/kernels), and a summary of registers and
+# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [quick]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="${1:-$root/.gpu/kernels}"
+mode="${2:-full}"
+compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
+mkdir -p "$out"
+rm -f "$out"/*.cubin "$out"/*.json
+
+build() { # name, flags...
+  local name=$1; shift
+  "$compile" "$@" --kernel-name="$name" --emit=cubin \
+    -o "$out/$name.cubin" --metadata "$out/$name.json"
+}
+
+dims="64 96 128 192 256"
+[ "$mode" = quick ] && dims="64 128"
+for dtype in f16 bf16; do
+  for d in $dims; do
+    for mask in full causal; do
+      flags=(--dtype=$dtype --head-dim=$d)
+      [ $mask = causal ] && flags+=(--causal)
+      build "sm120cfg_${dtype}_d${d}_${mask}" --arch=sm_120 --isa=sm_90 "${flags[@]}"
+      build "sm90_${dtype}_d${d}_${mask}" --arch=sm_90 "${flags[@]}"
+    done
+  done
+done
+# Sliding windows (left 256, right 0 and left 100, right 50).
+build sm120cfg_bf16_d128_window256_0 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
+  --head-dim=128 --window=256,0
+build sm120cfg_f16_d64_window100_50 --arch=sm_120 --isa=sm_90 --dtype=f16 \
+  --head-dim=64 --window=100,50
+
+python3 - "$out" <<'PY'
+import json, pathlib, sys
+rows = []
+for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    m = json.loads(p.read_text())
+    c = m["config"]
+    rows.append(f'{m["kernel"]:34} {c["tile_m"]:>4}x{c["tile_n"]:<4} st{c["stages"]} w{c["warps"]} '
+                f'qreg={int(c["q_in_regs"])} smem={m["dynamic_smem_bytes"]:>6} '
+                f'regs={m["registers"]} spill={m["spill_stores"]}/{m["spill_loads"]}')
+print("\n".join(rows))
+PY
