@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""GPU correctness check of compiled FlashTile forward kernels.
+
+    python3 tools/gpu/check_fwd.py --kernels DIR [--out DIR] [--sanitize]
+
+DIR holds NAME.json (metadata, format flashtile-kernel-v1) + its cubin, as
+flashtile-compile writes them. For every kernel and every shape, q/k/v are
+drawn with a seeded torch.randn in float, cast to the kernel's dtype, laid
+out as (B, H, S, D) contiguous tensors and handed to the kernel as
+.transpose(1, 2) views (the strided path); out (also a transposed view) and
+lse are poisoned with NaN first. The result is compared against float64
+attention computed from the same cast inputs:
+
+  scores = q k^T * scale, masked bottom-right aligned: query i sees key j iff
+  j >= i + Sk - Sq - L (L >= 0) and j <= i + Sk - Sq + R (R >= 0), where
+  window = [L, R] (-1: unbounded) and causal means R = 0; GQA head h reads
+  kv head h // (Hq / Hkv); lse = natural-log sum of exp of the scaled scores.
+  A row that sees no key must give O = 0 and LSE = -inf.
+
+Errors: O as max|o - ref| / max|ref| (max|ref| = 0: the absolute error);
+LSE as the max absolute error over rows with a finite reference, passing
+when |lse - ref| <= 2e-3 * max(1, |ref|); -inf rows must match exactly; any
+NaN or +-inf where the reference is finite fails. O tolerance: bf16 1e-2,
+f16 2e-3.
+
+Exit status: 0 when every case passes, 1 otherwise (including kernels that
+fail to load or launch), 2 on bad usage. --sanitize runs one small shape per
+kernel (for compute-sanitizer) and computes the reference on the CPU.
+"""
+
+import argparse
+import glob
+import math
+import os
+import sys
+import time
+import traceback
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    from flashtile import runtime
+except ImportError:
+    sys.path.insert(0, os.path.join(_ROOT, "python_bindings"))
+    from flashtile import runtime
+
+# (B, Hq, Hkv, Sq, Sk)
+SHAPES = [
+    (1, 1, 1, 1, 1),
+    (2, 4, 4, 113, 203),
+    (2, 4, 4, 1000, 1000),
+    (1, 8, 2, 4096, 4096),
+    (2, 8, 2, 2048, 512),
+    (1, 2, 2, 203, 113),
+    (2, 8, 8, 128, 128),
+    (1, 4, 1, 77, 1000),
+    (3, 2, 2, 1, 257),
+]
+SANITIZE_SHAPE = (1, 2, 1, 113, 203)
+
+O_TOLERANCE = {"bf16": 1e-2, "f16": 2e-3}
+LSE_TOLERANCE = 2e-3  # relative, with a floor of 1 on |ref|
+
+# Reference scores are computed in chunks of at most this many elements.
+_REF_CHUNK_ELEMS = 1 << 27
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def __call__(self, line="", echo=True):
+        self.lines.append(line)
+        if echo:
+            print(line, flush=True)
+
+
+def visible_mask(torch, sq, sk, causal, window, device):
+    left, right = window
+    if causal:
+        right = 0 if right < 0 else min(right, 0)
+    i = torch.arange(sq, device=device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=device)[None, :]
+    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
+    if left >= 0:
+        visible &= j >= i - left
+    if right >= 0:
+        visible &= j <= i + right
+    return visible
+
+
+def reference(torch, q, k, v, scale, causal, window, device):
+    """float64 attention of (B, H, S, D) tensors; returns (O, LSE) on device."""
+    b_, hq, sq, _ = q.shape
+    hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
+    group = hq // hkv
+    visible = visible_mask(torch, sq, sk, causal, window, device)
+    out = torch.empty(b_, hq, sq, dv, dtype=torch.float64, device=device)
+    lse = torch.empty(b_, hq, sq, dtype=torch.float64, device=device)
+    heads_per_chunk = max(1, _REF_CHUNK_ELEMS // (sq * sk))
+    for b in range(b_):
+        for h0 in range(0, hq, heads_per_chunk):
+            h1 = min(hq, h0 + heads_per_chunk)
+            kv = torch.arange(h0, h1, device=k.device) // group
+            qf = q[b, h0:h1].to(device=device, dtype=torch.float64)
+            kf = k[b, kv].to(device=device, dtype=torch.float64)
+            vf = v[b, kv].to(device=device, dtype=torch.float64)
+            s = torch.matmul(qf, kf.transpose(-1, -2)).mul_(scale)
+            s.masked_fill_(~visible, float("-inf"))
+            row_lse = torch.logsumexp(s, dim=-1)
+            safe = torch.where(torch.isinf(row_lse), torch.zeros_like(row_lse),
+                               row_lse)
+            s.sub_(safe[..., None]).exp_()
+            out[b, h0:h1] = torch.matmul(s, vf)
+            lse[b, h0:h1] = row_lse
+            del s
+    return out, lse
+
+
+def compare(torch, meta, out, lse, ref_o, ref_lse):
+    """Returns (o_rel_err, lse_abs_err, problems: list of str)."""
+    problems = []
+    out = out.to(device=ref_o.device, dtype=torch.float64)
+    lse = lse.to(device=ref_lse.device, dtype=torch.float64)
+    n_nan_o = int(torch.isnan(out).sum())
+    n_nan_l = int(torch.isnan(lse).sum())
+    if n_nan_o:
+        problems.append(f"{n_nan_o} NaN in O")
+    if n_nan_l:
+        problems.append(f"{n_nan_l} NaN in LSE")
+    n_inf_o = int(torch.isinf(out).sum())
+    if n_inf_o:
+        problems.append(f"{n_inf_o} inf in O")
+
+    diff = (out - ref_o).abs()
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
+    max_ref = float(ref_o.abs().max()) if ref_o.numel() else 0.0
+    max_diff = float(diff.max()) if diff.numel() else 0.0
+    o_err = max_diff / max_ref if max_ref > 0 else max_diff
+    if not o_err < O_TOLERANCE[meta.dtype]:
+        problems.append(f"O rel err {o_err:.3g} >= {O_TOLERANCE[meta.dtype]:g}")
+
+    ref_neginf = torch.isneginf(ref_lse)
+    got_neginf = torch.isneginf(lse)
+    mismatch = int((ref_neginf != got_neginf).sum())
+    if mismatch:
+        problems.append(f"{mismatch} LSE -inf positions differ "
+                        f"(ref {int(ref_neginf.sum())}, got {int(got_neginf.sum())})")
+    if int(torch.isposinf(lse).sum()):
+        problems.append("+inf in LSE")
+    finite = torch.isfinite(ref_lse)
+    lse_err = 0.0
+    if bool(finite.any()):
+        got, want = lse[finite], ref_lse[finite]
+        err = (got - want).abs()
+        err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
+        lse_err = float(err.max())
+        rel = float((err / want.abs().clamp(min=1.0)).max())
+        if not rel <= LSE_TOLERANCE:
+            problems.append(f"LSE err {lse_err:.3g} (rel {rel:.3g} > "
+                            f"{LSE_TOLERANCE:g})")
+    # Rows that see no key must be exactly zero.
+    empty_rows = ref_neginf
+    if bool(empty_rows.any()):
+        nonzero = int((out[empty_rows] != 0).any(dim=-1).sum())
+        if nonzero:
+            problems.append(f"{nonzero} fully masked rows have O != 0")
+    return o_err, lse_err, problems
+
+
+def run_case(torch, kernel, shape, seed, ref_device, input_scale):
+    meta = kernel.metadata
+    b, hq, hkv, sq, sk = shape
+    d, dv = meta.head_dim, meta.head_dim_v
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta.dtype]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+
+    def rand(*size):
+        x = torch.randn(*size, generator=gen, device="cuda", dtype=torch.float32)
+        return x.mul_(input_scale).to(dtype)
+
+    q = rand(b, hq, sq, d)
+    k = rand(b, hkv, sk, d)
+    v = rand(b, hkv, sk, dv)
+    out = torch.full((b, hq, sq, dv), float("nan"), dtype=dtype, device="cuda")
+    lse = torch.full((b, hq, sq), float("nan"), dtype=torch.float32, device="cuda")
+    got_o, got_lse = kernel(q.transpose(1, 2), k.transpose(1, 2),
+                            v.transpose(1, 2), out=out.transpose(1, 2), lse=lse)
+    torch.cuda.synchronize()
+    assert got_o.data_ptr() == out.data_ptr() and got_lse is lse
+    ref_o, ref_lse = reference(torch, q, k, v, meta.softmax_scale, meta.causal,
+                               meta.window, ref_device)
+    return compare(torch, meta, out, lse, ref_o, ref_lse)
+
+
+def context_is_broken(torch):
+    try:
+        torch.zeros(1, device="cuda").add_(1).item()
+        torch.cuda.synchronize()
+        return False
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def find_kernels(paths):
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            files += sorted(glob.glob(os.path.join(p, "*.json")))
+        else:
+            files.append(p)
+    return files
+
+
+def format_table(rows):
+    header = ["kernel", "dtype", "d", "mask", "config", "shape B,Hq,Hkv,Sq,Sk",
+              "O rel err", "LSE abs err", "result"]
+    table = [header] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = []
+    for n, r in enumerate(table):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kernels", nargs="+", required=True,
+                        help="folder(s) of NAME.json + cubin, or JSON files")
+    parser.add_argument("--out", help="folder for check_fwd.log")
+    parser.add_argument("--sanitize", action="store_true",
+                        help=f"one small shape {SANITIZE_SHAPE} per kernel, "
+                        "reference on the CPU (for compute-sanitizer)")
+    parser.add_argument("--skip-large", action="store_true",
+                        help="skip Sq*Sk >= 4096^2 when head_dim >= 256")
+    parser.add_argument("--filter", default="",
+                        help="only kernels whose name contains this")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--input-scale", type=float, default=1.0,
+                        help="q/k/v = randn * this before the cast")
+    parser.add_argument("--ref-device", choices=["cuda", "cpu"], default=None,
+                        help="where the float64 reference runs (default: cuda, "
+                        "cpu with --sanitize)")
+    args = parser.parse_args(argv)
+
+    import torch
+    if not torch.cuda.is_available():
+        print("check_fwd: no CUDA device", file=sys.stderr)
+        return 1
+    ref_device = args.ref_device or ("cpu" if args.sanitize else "cuda")
+    shapes = [SANITIZE_SHAPE] if args.sanitize else SHAPES
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    log = Log()
+    missing = [p for p in args.kernels if not os.path.exists(p)]
+    if missing:
+        print(f"check_fwd: no such file or folder: {', '.join(missing)}",
+              file=sys.stderr)
+        return 2
+    files = [f for f in find_kernels(args.kernels)
+             if args.filter in os.path.basename(f)]
+    if not files:
+        print(f"check_fwd: no kernel metadata (*.json) in {args.kernels}",
+              file=sys.stderr)
+        return 1
+    log(f"check_fwd: {len(files)} kernel(s), {len(shapes)} shape(s) each, on "
+        f"{torch.cuda.get_device_name()} (sm_"
+        f"{''.join(map(str, torch.cuda.get_device_capability()))}), torch "
+        f"{torch.__version__}, reference on {ref_device}")
+
+    rows = []
+    failures = skipped = 0
+    broken = False
+    start = time.time()
+    for path in files:
+        name = os.path.splitext(os.path.basename(path))[0]
+        try:
+            kernel = runtime.load_kernel(path)
+        except runtime.FlashTileError as e:
+            failures += 1
+            rows.append([name, "?", "?", "?", "?", "-", "-", "-", "FAIL (load)"])
+            log(f"FAIL {name}: {e}")
+            continue
+        m = kernel.metadata
+        d = str(m.head_dim) if m.head_dim == m.head_dim_v else \
+            f"{m.head_dim}/{m.head_dim_v}"
+        info = [m.kernel, m.dtype, d, m.mask_description, str(m.config)]
+        extra = (f"registers {m.registers}, spills {m.spill_stores}/"
+                 f"{m.spill_loads}" if m.registers is not None else
+                 "registers unknown")
+        log(f"== {m.kernel}: {m.dtype} d={d} {m.mask_description} "
+            f"config {m.config} block {list(m.block)} smem "
+            f"{m.dynamic_smem_bytes} B, {extra}", echo=False)
+        kernel_start, passed = time.time(), 0
+        unusable = False  # the module or function could not be loaded
+        for n, shape in enumerate(shapes):
+            shape_text = ",".join(map(str, shape))
+            if broken or unusable:
+                rows.append(info + [shape_text, "-", "-", "NOT RUN"])
+                failures += 1
+                continue
+            if (args.skip_large and max(m.head_dim, m.head_dim_v) >= 256
+                    and shape[3] * shape[4] >= 4096 * 4096):
+                rows.append(info + [shape_text, "-", "-", "SKIP"])
+                skipped += 1
+                log(f"   {shape_text}: skipped (--skip-large)", echo=False)
+                continue
+            t0 = time.time()
+            try:
+                o_err, lse_err, problems = run_case(
+                    torch, kernel, shape, args.seed + 7919 * n, ref_device,
+                    args.input_scale)
+            except Exception as e:  # noqa: BLE001
+                problems = [f"{type(e).__name__}: {e}"]
+                if isinstance(e, runtime.FlashTileError) and any(
+                        api in str(e) for api in ("cuModuleLoadData",
+                                                  "cuModuleGetFunction",
+                                                  "cuFuncSetAttribute")):
+                    unusable = True
+                    problems.append("later shapes of this kernel not run")
+                o_err = lse_err = float("nan")
+                log(traceback.format_exc(), echo=False)
+                if context_is_broken(torch):
+                    broken = True
+                    problems.append("CUDA context is broken; later cases not run")
+            status = "PASS" if not problems else "FAIL"
+            if problems:
+                failures += 1
+            else:
+                passed += 1
+            rows.append(info + [shape_text, f"{o_err:.2e}", f"{lse_err:.2e}", status])
+            log(f"   {shape_text}: O rel err {o_err:.3e}, LSE abs err "
+                f"{lse_err:.3e}, {time.time() - t0:.2f} s: {status}"
+                + ("" if not problems else " (" + "; ".join(problems) + ")"),
+                echo=bool(problems))
+        log(f"{m.kernel}: {passed}/{len(shapes)} passed in "
+            f"{time.time() - kernel_start:.1f} s")
+
+    log()
+    for line in format_table(rows):
+        log(line)
+    total = len(rows)
+    log()
+    log(f"{total - failures - skipped} of {total} cases passed, {failures} "
+        f"failed, {skipped} skipped ({time.time() - start:.1f} s)")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "check_fwd.log"), "w") as fh:
+            fh.write("\n".join(log.lines) + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
