@@ -46,6 +46,9 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
     Value stage = adaptor.getStage();
 
+    // This thread's 4 bytes of each 16-byte chunk of its rows.
+    SwizzledTileAccess staged(e, e.gep(stage, e.mul(thread.t, 4)),
+                              e.add(warpRow, thread.g), e.i32(0), cols);
     SmallVector<Value> lse(rowSum.size());
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t h = 0; h < 2; ++h) {
@@ -59,17 +62,14 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
             empty, negInf,
             e.fma(rowMax[index], scale,
                   e.fmul(e.log2(sum), e.f32(static_cast<float>(M_LN2)))));
-        Value row = e.add(warpRow, e.i32(16 * i + 8 * h));
-        row = e.add(row, thread.g);
         for (int64_t j = 0; j < nTiles; ++j) {
           Value lo = e.fmul(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
                             inverse);
           Value hi = e.fmul(
               acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)], inverse);
-          Value offset = e.add(swizzledOffset(e, row, e.i32(j), cols),
-                               e.mul(thread.t, 4));
           LLVM::StoreOp::create(rewriter, loc, e.packPair(lo, hi, dtype),
-                                e.gep(stage, offset), /*alignment=*/4);
+                                staged.address(16 * i + 8 * h, j),
+                                /*alignment=*/4);
         }
       }
     NVVM::Barrier0Op::create(rewriter, loc);
@@ -85,25 +85,21 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
                         e.extract(desc, kDescStrideHead)));
     Value strideSeq = e.extract(desc, kDescStrideSeq);
     Value base = e.extract(desc, kDescPtr);
-    int64_t chunksPerRow = cols / 8, chunks = rows * chunksPerRow;
     auto vectorType = VectorType::get({4}, rewriter.getI32Type());
-    for (int64_t step = 0; step * threads < chunks; ++step) {
-      Value chunkId = e.add(thread.tid, step * threads);
-      Value row = e.udiv(chunkId, chunksPerRow);
-      Value chunk = e.urem(chunkId, chunksPerRow);
+    TileChunkWalk walk(e, thread.tid, threads, rows, cols);
+    for (int64_t step = 0; step < walk.numSteps(); ++step) {
+      Value row = walk.row(step);
       Value globalRow = e.add(firstRow, row);
       Value store = e.cmp(P::slt, globalRow, seqlenQ);
-      if ((step + 1) * threads > chunks)
-        store = LLVM::AndOp::create(rewriter, loc, store,
-                                    e.cmp(P::ult, chunkId, e.i32(chunks)));
+      if (walk.isPartial(step))
+        store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
       emitIf(rewriter, loc, store, [&] {
-        Value data = LLVM::LoadOp::create(
-            rewriter, loc, vectorType,
-            e.gep(stage, swizzledOffset(e, row, chunk, cols)),
-            /*alignment=*/16);
+        Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
+                                          e.gep(stage, walk.smemOffset(step)),
+                                          /*alignment=*/16);
         Value element = e.add64(
             e.add64(headBase, e.mul64(e.sext64(globalRow), strideSeq)),
-            e.sext64(e.mul(chunk, 8)));
+            e.sext64(e.mul(walk.chunk(step), 8)));
         LLVM::StoreOp::create(rewriter, loc, data,
                               e.gep(base, e.mul64(element, e.i64(2))),
                               /*alignment=*/16);

@@ -138,6 +138,58 @@ mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 mlir::Value swizzledOffset(Emitter &e, mlir::Value row, mlir::Value chunk,
                            int64_t cols);
 
+/// Addresses of 16-byte chunks of one lane in a swizzled shared tile, in the
+/// form [register + immediate]. A lane's row is `laneRow` plus a compile-time
+/// multiple of 8, and its chunk `laneChunk` plus a compile-time even number;
+/// the swizzle key of a row does not change under a multiple of 8, so only
+/// the chunk offset modulo the swizzle group (8 or 4 chunks) reaches a
+/// register: one base per distinct value, everything else is an immediate.
+/// This keeps loop-invariant address registers to a handful per operand
+/// instead of one per ldmatrix.
+class SwizzledTileAccess {
+public:
+  SwizzledTileAccess(Emitter &e, mlir::Value tileBase, mlir::Value laneRow,
+                     mlir::Value laneChunk, int64_t cols);
+  /// The address of (laneRow + rowOffset, laneChunk + chunkOffset).
+  mlir::Value address(int64_t rowOffset, int64_t chunkOffset);
+
+private:
+  Emitter &e;
+  mlir::Value rowBase, laneChunk, key;
+  int64_t cols, group;
+  llvm::SmallVector<mlir::Value, 8> bases;
+};
+
+/// The 16-byte chunks one thread moves when `threads` threads copy a
+/// [rows x cols] tile whole rows at a time: chunk id `tid + step * threads`.
+/// When the threads cover a multiple of 8 whole rows per step, a thread's
+/// column and swizzle key never change, so every step is the first one plus
+/// immediates.
+class TileChunkWalk {
+public:
+  TileChunkWalk(Emitter &e, mlir::Value tid, int64_t threads, int64_t rows,
+                int64_t cols);
+  int64_t numSteps() const { return (chunks + threads - 1) / threads; }
+  /// True when some threads have no chunk in `step`.
+  bool isPartial(int64_t step) const { return (step + 1) * threads > chunks; }
+  /// Whether this thread has a chunk in `step` (only for partial steps).
+  mlir::Value isActive(int64_t step);
+  mlir::Value row(int64_t step);
+  mlir::Value chunk(int64_t step);
+  /// Byte offset of the chunk in the swizzled tile.
+  mlir::Value smemOffset(int64_t step);
+
+private:
+  mlir::Value chunkId(int64_t step);
+
+  Emitter &e;
+  mlir::Value tid;
+  int64_t threads, rows, cols, chunksPerRow, chunks;
+  /// Rows per step on the fast path, 0 otherwise.
+  int64_t rowsPerStep = 0;
+  mlir::Value firstRow, firstChunk, firstOffset;
+};
+
 /// Splits the current block and runs `body` only when `cond` holds; the
 /// rewriter continues after the conditional code.
 void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,

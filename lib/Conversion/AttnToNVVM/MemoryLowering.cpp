@@ -47,8 +47,6 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
     int64_t slots = dstType.getDimSize(0), rows = dstType.getDimSize(1),
             cols = dstType.getDimSize(2);
     int64_t threads = config.getWarps() * 32;
-    int64_t chunksPerRow = cols / 8;
-    int64_t chunks = rows * chunksPerRow;
     int64_t slotBytes = rows * cols * 2;
 
     Emitter e(rewriter, loc);
@@ -68,11 +66,10 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
                          e.extract(desc, kDescStrideHead)));
              Value firstRow = e.mul(tile, rows);
              Value base = e.extract(desc, kDescPtr);
-             for (int64_t i = 0; i * threads < chunks; ++i) {
-               Value chunkId = e.add(thread.tid, i * threads);
+             TileChunkWalk walk(e, thread.tid, threads, rows, cols);
+             for (int64_t step = 0; step < walk.numSteps(); ++step) {
                auto copyChunk = [&] {
-                 Value row = e.udiv(chunkId, chunksPerRow);
-                 Value chunk = e.urem(chunkId, chunksPerRow);
+                 Value row = walk.row(step);
                  Value globalRow = e.add(firstRow, row);
                  Value inRange =
                      e.cmp(LLVM::ICmpPredicate::slt, globalRow, seqlen);
@@ -80,9 +77,9 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
                  Value safeRow = e.select(inRange, globalRow, e.i32(0));
                  Value element = e.add64(
                      e.add64(headBase, e.mul64(e.sext64(safeRow), strideSeq)),
-                     e.sext64(e.mul(chunk, 8)));
+                     e.sext64(e.mul(walk.chunk(step), 8)));
                  Value src = e.gep(base, e.mul64(element, e.i64(2)));
-                 Value dst = e.gep(slotBase, swizzledOffset(e, row, chunk, cols));
+                 Value dst = e.gep(slotBase, walk.smemOffset(step));
                  Value bytes = e.select(inRange, e.i32(16), e.i32(0));
                  NVVM::CpAsyncOp::create(
                      rewriter, loc, dst, src, rewriter.getI32IntegerAttr(16),
@@ -90,13 +87,10 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
                          rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
                      bytes);
                };
-               if ((i + 1) * threads <= chunks)
-                 copyChunk();
+               if (walk.isPartial(step))
+                 emitIf(rewriter, loc, walk.isActive(step), copyChunk);
                else
-                 emitIf(rewriter, loc,
-                        e.cmp(LLVM::ICmpPredicate::ult, chunkId,
-                              e.i32(chunks)),
-                        copyChunk);
+                 copyChunk();
              }
            });
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);

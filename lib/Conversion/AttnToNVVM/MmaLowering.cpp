@@ -3,7 +3,9 @@
 // Operand addressing follows the PTX ISA's ldmatrix description: lanes
 // 8q..8q+7 give the row addresses of matrix q of an .x4 load, and register q
 // of every thread receives matrix q in the mma fragment layout. The swizzle
-// of swizzledOffset() keeps each 8-row phase free of bank conflicts.
+// of swizzledOffset() keeps each 8-row phase free of bank conflicts, and
+// SwizzledTileAccess turns each lane's addresses into a few base registers
+// plus immediates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,16 +79,20 @@ static Value slotAddress(Emitter &e, Value buffer, MemRefType type,
   return e.gep(buffer, e.mul(e.urem(tile, type.getDimSize(0)), slotBytes));
 }
 
-/// The A fragment (four i32) of m-tile `i`, k-tile `k` of a row-major
-/// [rows x cols] shared tile, for the warp whose first row is `warpRow`.
-static SmallVector<Value, 4> loadAFragment(Emitter &e, ThreadCoords &thread,
-                                           Value tileBase, Value warpRow,
-                                           int64_t i, int64_t k,
-                                           int64_t cols) {
-  Value row = e.add(e.add(warpRow, e.i32(16 * i)), e.bitAnd(thread.lane, 15));
-  Value chunk = e.add(e.i32(2 * k), e.lshr(thread.lane, 4));
-  return loadMatrixX4(e, e.gep(tileBase, swizzledOffset(e, row, chunk, cols)),
-                      /*transpose=*/false);
+/// The lane's view of an A operand (Q) in shared memory: lanes 0-15 address
+/// rows 0-15 of an m-tile at its k-tile's first 8 columns, lanes 16-31 the
+/// same rows at the next 8.
+static SwizzledTileAccess accessA(Emitter &e, ThreadCoords &thread,
+                                  Value tileBase, Value warpRow, int64_t cols) {
+  return SwizzledTileAccess(e, tileBase,
+                            e.add(warpRow, e.bitAnd(thread.lane, 15)),
+                            e.lshr(thread.lane, 4), cols);
+}
+
+/// The A fragment (four i32) of m-tile `i`, k-tile `k`.
+static SmallVector<Value, 4> loadAFragment(Emitter &e, SwizzledTileAccess &a,
+                                           int64_t i, int64_t k) {
+  return loadMatrixX4(e, a.address(16 * i, 2 * k), /*transpose=*/false);
 }
 
 namespace {
@@ -107,11 +113,11 @@ struct LoadFragLowering : public ConvertOpToLLVMPattern<LoadFragOp> {
     Emitter e(rewriter, op.getLoc());
     ThreadCoords thread = ThreadCoords::get(e);
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    SwizzledTileAccess q = accessA(e, thread, adaptor.getSrc(), warpRow, cols);
     SmallVector<Value> values(layout.numValues(type));
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t k = 0; k < kTiles; ++k) {
-        SmallVector<Value, 4> regs =
-            loadAFragment(e, thread, adaptor.getSrc(), warpRow, i, k, cols);
+        SmallVector<Value, 4> regs = loadAFragment(e, q, i, k);
         for (int64_t r = 0; r < 4; ++r)
           values[FragmentLayout::aIndex(i, k, r, kTiles)] = regs[r];
       }
@@ -148,10 +154,16 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
       qRegs = e.unpack(adaptor.getQ());
 
     SmallVector<Value> acc(layout.numValues(sType), e.f32(0.0f));
-    // Row and chunk of this lane's K address, before the tile offsets.
-    Value laneRow = e.add(e.bitAnd(thread.lane, 7),
-                          e.shl(e.lshr(thread.lane, 4), 3));
-    Value laneChunk = e.bitAnd(e.lshr(thread.lane, 3), 1);
+    // Lanes 8q..8q+7 address matrix q: K rows 0-7 at chunk 0, rows 0-7 at
+    // chunk 1, rows 8-15 at chunk 0, rows 8-15 at chunk 1 of a 16x16 block,
+    // i.e. the B fragments (b0, b1) of two n-tiles.
+    SwizzledTileAccess kAccess(
+        e, kBase,
+        e.add(e.bitAnd(thread.lane, 7), e.shl(e.lshr(thread.lane, 4), 3)),
+        e.bitAnd(e.lshr(thread.lane, 3), 1), headDim);
+    std::optional<SwizzledTileAccess> qAccess;
+    if (!qInRegs)
+      qAccess.emplace(accessA(e, thread, adaptor.getQ(), warpRow, headDim));
     for (int64_t k = 0; k < kTiles; ++k) {
       SmallVector<SmallVector<Value, 4>> a(mTiles);
       for (int64_t i = 0; i < mTiles; ++i) {
@@ -159,16 +171,12 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
           for (int64_t r = 0; r < 4; ++r)
             a[i].push_back(qRegs[FragmentLayout::aIndex(i, k, r, kTiles)]);
         } else {
-          a[i] = loadAFragment(e, thread, adaptor.getQ(), warpRow, i, k,
-                               headDim);
+          a[i] = loadAFragment(e, *qAccess, i, k);
         }
       }
       for (int64_t np = 0; np < nTiles / 2; ++np) {
-        Value row = e.add(laneRow, e.i32(16 * np));
-        Value chunk = e.add(laneChunk, e.i32(2 * k));
         SmallVector<Value, 4> b = loadMatrixX4(
-            e, e.gep(kBase, swizzledOffset(e, row, chunk, headDim)),
-            /*transpose=*/false);
+            e, kAccess.address(16 * np, 2 * k), /*transpose=*/false);
         for (int64_t half = 0; half < 2; ++half) {
           int64_t j = 2 * np + half;
           for (int64_t i = 0; i < mTiles; ++i) {
@@ -212,16 +220,18 @@ struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
     Value vBase = slotAddress(e, adaptor.getV(), vType, adaptor.getTile());
     SmallVector<Value> p = e.unpack(adaptor.getP());
     SmallVector<Value> acc = e.unpack(adaptor.getAcc());
-    Value laneRow = e.add(e.bitAnd(thread.lane, 7),
-                          e.shl(e.bitAnd(e.lshr(thread.lane, 3), 1), 3));
-    Value laneChunk = e.lshr(thread.lane, 4);
+    // Lanes 8q..8q+7 address matrix q: V rows (keys) 0-7 at chunk 0, rows
+    // 8-15 at chunk 0, rows 0-7 at chunk 1, rows 8-15 at chunk 1; .trans
+    // makes them the B fragments (b0, b1) of two dim-tiles.
+    SwizzledTileAccess vAccess(
+        e, vBase,
+        e.add(e.bitAnd(thread.lane, 7),
+              e.shl(e.bitAnd(e.lshr(thread.lane, 3), 1), 3)),
+        e.lshr(thread.lane, 4), headDimV);
     for (int64_t k = 0; k < kTiles; ++k) {
       for (int64_t np = 0; np < nTiles / 2; ++np) {
-        Value row = e.add(laneRow, e.i32(16 * k));
-        Value chunk = e.add(laneChunk, e.i32(2 * np));
         SmallVector<Value, 4> b = loadMatrixX4(
-            e, e.gep(vBase, swizzledOffset(e, row, chunk, headDimV)),
-            /*transpose=*/true);
+            e, vAccess.address(16 * k, 2 * np), /*transpose=*/true);
         for (int64_t half = 0; half < 2; ++half) {
           int64_t j = 2 * np + half;
           for (int64_t i = 0; i < mTiles; ++i) {

@@ -34,8 +34,7 @@ static constexpr double kSmemBytesPerCycle = 128;
 static constexpr double kExpPerCycle = 16;
 static constexpr double kBarrierCycles = 40;
 static constexpr double kWarpsToHideLatency = 8;
-static constexpr int64_t kFixedRegs = 40;
-static constexpr int64_t kMaskRegs = 8;
+static constexpr int64_t kFixedRegs = 90;
 
 template <typename T>
 static bool allowed(const std::optional<T> &pinned, T value) {
@@ -45,7 +44,7 @@ static bool allowed(const std::optional<T> &pinned, T value) {
 /// Fills the register estimate, the occupancy and the score of a candidate
 /// whose shared-memory size is known.
 static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
-                     int64_t headDimV, bool masked) {
+                     int64_t headDimV) {
   ConfigAttr config = c.config;
   int64_t tileM = config.getTileM(), tileN = config.getTileN();
   int64_t warps = config.getWarps();
@@ -53,7 +52,7 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
 
   c.estimatedRegs = rows * headDimV / 32 + rows * tileN / 32 +
                     (config.getQInRegs() ? rows * headDim / 64 : 0) +
-                    4 * rows / 16 + kFixedRegs + (masked ? kMaskRegs : 0);
+                    4 * rows / 16 + kFixedRegs;
   if (c.estimatedRegs > arch.maxRegsPerThread) {
     c.rejection = llvm::formatv("an estimated {0} registers per thread would "
                                 "spill ({1} at most)",
@@ -96,9 +95,6 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   auto qType = cast<MemRefType>(kernel.getQ().getType());
   auto vType = cast<MemRefType>(kernel.getV().getType());
   int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
-  bool masked = false;
-  for (AttentionOp attention : kernel.getBodyBlock().getOps<AttentionOp>())
-    masked = attention.hasPositionalMask();
 
   // Pinned values outside the usual search space are still tried.
   auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
@@ -132,7 +128,7 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
                   "limit of {2}",
                   candidate.smemBytes, arch.smemPerBlock, arch.name);
             else
-              evaluate(candidate, arch, headDim, headDimV, masked);
+              evaluate(candidate, arch, headDim, headDimV);
             candidates.push_back(std::move(candidate));
           }
 
