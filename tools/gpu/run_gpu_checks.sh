@@ -34,8 +34,16 @@ for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
   done
 done
 
+# The first timing: bf16 d = 128 at S = 4096 (the baseline shape),
+# then the SM120 configurations of other head dims and S = 16384.
 python3 "$root/tools/gpu/bench_fwd.py" \
   "$kernels"/sm120cfg_bf16_d128_full.json "$kernels"/sm120cfg_bf16_d128_causal.json \
   "$kernels"/sm90_bf16_d128_full.json "$kernels"/sm90_bf16_d128_causal.json \
   --seqlens 4096 > "$out/bench.txt" 2>&1
 echo "bench exit: $?" >> "$out/bench.txt"
+python3 "$root/tools/gpu/bench_fwd.py" \
+  "$kernels"/sm120cfg_bf16_d64_*.json "$kernels"/sm120cfg_bf16_d128_full.json \
+  "$kernels"/sm120cfg_bf16_d128_causal.json "$kernels"/sm120cfg_f16_d128_full.json \
+  "$kernels"/sm120cfg_bf16_d256_*.json \
+  --seqlens 16384 > "$out/bench_wide.txt" 2>&1
+echo "bench exit: $?" >> "$out/bench_wide.txt"
