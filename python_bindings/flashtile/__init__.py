@@ -1,8 +1,9 @@
 """FlashTile's Python package.
 
-At this stage it only names the package and its version; the run-side
-runtime (``flashtile.runtime``) and the DSL bindings are built on top of the
-compiler described in the repository's README.
+``flashtile.runtime`` loads a compiled kernel (its metadata JSON and cubin,
+as ``flashtile-compile --emit=cubin --metadata`` writes them) and launches it
+on CUDA torch tensors. It is pure Python (ctypes on the CUDA driver), so it
+runs where no LLVM/MLIR is installed.
 """
 
 __version__ = "0.1.0"
