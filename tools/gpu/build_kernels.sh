@@ -3,11 +3,11 @@
 # the SM120 configuration built for the sm_90 ISA (so that it runs on an
 # H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
 # the folder given (default: .gpu/kernels), and a summary of registers and
-# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [quick]
+# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/.gpu/kernels}"
-mode="${2:-full}"
+mode="${2:-full}" # full | quick | sweep
 compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
 mkdir -p "$out"
 rm -f "$out"/*.cubin "$out"/*.json
@@ -20,6 +20,21 @@ build() { # name, flags...
 
 dims="64 96 128 192 256"
 [ "$mode" = quick ] && dims="64 128"
+if [ "$mode" = sweep ]; then
+  # bf16 d = 128 SM120 configurations, for timing the cost model's choices.
+  for cfg in "128 128 1 8 true" "128 64 1 8 true" "128 128 1 8 false" \
+             "64 64 1 4 true" "128 64 2 8 true" "128 32 1 8 true"; do
+    set -- $cfg
+    for mask in full causal; do
+      flags=(--dtype=bf16 --head-dim=128)
+      [ $mask = causal ] && flags+=(--causal)
+      build "sweep_d128_${mask}_${1}x${2}_st${3}_w${4}_q${5}" --arch=sm_120 \
+        --isa=sm_90 "${flags[@]}" --tile-m=$1 --tile-n=$2 --stages=$3 \
+        --warps=$4 --q-in-regs=$5
+    done
+  done
+  exit 0
+fi
 for dtype in f16 bf16; do
   for d in $dims; do
     for mask in full causal; do
@@ -35,6 +50,23 @@ build sm120cfg_bf16_d128_window256_0 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
   --head-dim=128 --window=256,0
 build sm120cfg_f16_d64_window100_50 --arch=sm_120 --isa=sm_90 --dtype=f16 \
   --head-dim=64 --window=100,50
+
+# Explicit configurations the search does not pick, so that every code path
+# runs: two pipeline stages, 4 warps, Q in shared memory at d = 128, and
+# d = 256 with Q in registers and V in Q's bytes (the only way 128x64 fits
+# sm_120 at d = 256).
+build sm120cfg_bf16_d128_causal_128x64_st2 --arch=sm_120 --isa=sm_90 \
+  --dtype=bf16 --head-dim=128 --causal --tile-m=128 --tile-n=64 --stages=2 \
+  --warps=8 --q-in-regs=true
+build sm120cfg_f16_d64_64x64_w4_st2_smemq --arch=sm_120 --isa=sm_90 \
+  --dtype=f16 --head-dim=64 --tile-m=64 --tile-n=64 --stages=2 --warps=4 \
+  --q-in-regs=false
+build sm120cfg_f16_d128_128x128_smemq --arch=sm_120 --isa=sm_90 --dtype=f16 \
+  --head-dim=128 --window=64,64 --tile-m=128 --tile-n=128 --stages=1 \
+  --warps=8 --q-in-regs=false
+build sm120cfg_bf16_d256_128x64_qreuse --arch=sm_120 --isa=sm_90 \
+  --dtype=bf16 --head-dim=256 --causal --tile-m=128 --tile-n=64 --stages=1 \
+  --warps=8 --q-in-regs=true
 
 python3 - "$out" <<'PY'
 import json, pathlib, sys
