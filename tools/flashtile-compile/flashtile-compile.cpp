@@ -314,9 +314,34 @@ static void printPlanText(llvm::raw_ostream &os, KernelOp kernel,
      << " B reserved per block)\n";
 }
 
+static llvm::json::Object configJson(ConfigAttr c) {
+  return llvm::json::Object{{"tile_m", c.getTileM()},
+                            {"tile_n", c.getTileN()},
+                            {"stages", c.getStages()},
+                            {"warps", c.getWarps()},
+                            {"q_in_regs", c.getQInRegs()}};
+}
+
+/// What a kernel computes and how it is tiled: the keys the plan and the
+/// launch metadata share.
+static llvm::json::Object kernelJson(KernelOp kernel, const KernelSummary &s) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  return llvm::json::Object{
+      {"kernel", s.name},
+      {"arch", arch.name},
+      {"code_path", stringifyCodePath(arch.codePath)},
+      {"dtype", s.dtype},
+      {"head_dim", s.headDim},
+      {"head_dim_v", s.headDimV},
+      {"causal", s.causal},
+      {"window", llvm::json::Array{s.windowLeft, s.windowRight}},
+      {"softmax_scale", s.scale},
+      {"config", configJson(kernel.getConfigAttr())},
+  };
+}
+
 static llvm::json::Object planJson(KernelOp kernel, const KernelSummary &s) {
   const ArchInfo &arch = kernel.getArch().getInfo();
-  ConfigAttr c = kernel.getConfigAttr();
   int64_t total = *kernel.getSmemBytes();
   llvm::json::Array buffers;
   SmallVector<BufferPlacement> placements = *readAllocatedBuffers(kernel);
@@ -330,29 +355,14 @@ static llvm::json::Object planJson(KernelOp kernel, const KernelSummary &s) {
                                     type.getDimSize(2)}},
         {"live", llvm::json::Array{b.live.begin, b.live.end}}});
   }
-  return llvm::json::Object{
-      {"kernel", s.name},
-      {"arch", arch.name},
-      {"code_path", stringifyCodePath(arch.codePath)},
-      {"dtype", s.dtype},
-      {"head_dim", s.headDim},
-      {"head_dim_v", s.headDimV},
-      {"causal", s.causal},
-      {"window", llvm::json::Array{s.windowLeft, s.windowRight}},
-      {"softmax_scale", s.scale},
-      {"config",
-       llvm::json::Object{{"tile_m", c.getTileM()},
-                          {"tile_n", c.getTileN()},
-                          {"stages", c.getStages()},
-                          {"warps", c.getWarps()},
-                          {"q_in_regs", c.getQInRegs()}}},
-      {"buffers", std::move(buffers)},
-      {"smem_bytes", total},
-      {"smem_limit_bytes", arch.smemPerBlock},
-      {"smem_per_sm_bytes", arch.smemPerSM},
-      {"smem_reserved_per_block_bytes", arch.smemReservedPerBlock},
-      {"blocks_per_sm_by_smem", blocksPerSMBySmem(arch, total)},
-  };
+  llvm::json::Object plan = kernelJson(kernel, s);
+  plan["buffers"] = std::move(buffers);
+  plan["smem_bytes"] = total;
+  plan["smem_limit_bytes"] = arch.smemPerBlock;
+  plan["smem_per_sm_bytes"] = arch.smemPerSM;
+  plan["smem_reserved_per_block_bytes"] = arch.smemReservedPerBlock;
+  plan["blocks_per_sm_by_smem"] = blocksPerSMBySmem(arch, total);
+  return plan;
 }
 
 static void printConfigs(llvm::raw_ostream &os, KernelOp kernel,
@@ -361,11 +371,7 @@ static void printConfigs(llvm::raw_ostream &os, KernelOp kernel,
     llvm::json::Array list;
     for (const ConfigCandidate &c : candidates) {
       llvm::json::Object entry{
-          {"config", llvm::json::Object{{"tile_m", c.config.getTileM()},
-                                        {"tile_n", c.config.getTileN()},
-                                        {"stages", c.config.getStages()},
-                                        {"warps", c.config.getWarps()},
-                                        {"q_in_regs", c.config.getQInRegs()}}},
+          {"config", configJson(c.config)},
           {"feasible", c.isFeasible()},
           {"smem_bytes", c.smemBytes}};
       if (c.isFeasible()) {
@@ -409,7 +415,6 @@ static llvm::json::Object metadataJson(KernelOp kernel, const KernelSummary &s,
                                        const ArchInfo &isa,
                                        StringRef cubinFile,
                                        const CubinResult &cubin) {
-  const ArchInfo &arch = kernel.getArch().getInfo();
   ConfigAttr c = kernel.getConfigAttr();
   llvm::json::Array params;
   for (const KernelParam &param : getKernelParams())
@@ -420,35 +425,20 @@ static llvm::json::Object metadataJson(KernelOp kernel, const KernelSummary &s,
       return *value;
     return nullptr;
   };
-  return llvm::json::Object{
-      {"format", "flashtile-kernel-v1"},
-      {"kernel", s.name},
-      {"cubin", cubinFile},
-      {"arch", arch.name},
-      {"isa", isa.name},
-      {"code_path", stringifyCodePath(arch.codePath)},
-      {"dtype", s.dtype},
-      {"head_dim", s.headDim},
-      {"head_dim_v", s.headDimV},
-      {"causal", s.causal},
-      {"window", llvm::json::Array{s.windowLeft, s.windowRight}},
-      {"softmax_scale", s.scale},
-      {"config",
-       llvm::json::Object{{"tile_m", c.getTileM()},
-                          {"tile_n", c.getTileN()},
-                          {"stages", c.getStages()},
-                          {"warps", c.getWarps()},
-                          {"q_in_regs", c.getQInRegs()}}},
-      {"block", llvm::json::Array{c.getWarps() * 32, 1, 1}},
-      {"grid", llvm::json::Array{("ceil_div(seqlen_q, " +
-                                  std::to_string(c.getTileM()) + ")"),
-                                 "heads_q", "batch"}},
-      {"dynamic_smem_bytes", *kernel.getSmemBytes()},
-      {"params", std::move(params)},
-      {"registers", optional(cubin.registers)},
-      {"spill_stores", optional(cubin.spillStores)},
-      {"spill_loads", optional(cubin.spillLoads)},
-  };
+  llvm::json::Object metadata = kernelJson(kernel, s);
+  metadata["format"] = "flashtile-kernel-v1";
+  metadata["cubin"] = cubinFile;
+  metadata["isa"] = isa.name;
+  metadata["block"] = llvm::json::Array{c.getWarps() * 32, 1, 1};
+  metadata["grid"] = llvm::json::Array{
+      "ceil_div(seqlen_q, " + std::to_string(c.getTileM()) + ")", "heads_q",
+      "batch"};
+  metadata["dynamic_smem_bytes"] = *kernel.getSmemBytes();
+  metadata["params"] = std::move(params);
+  metadata["registers"] = optional(cubin.registers);
+  metadata["spill_stores"] = optional(cubin.spillStores);
+  metadata["spill_loads"] = optional(cubin.spillLoads);
+  return metadata;
 }
 
 /// Registers, spills and occupancy of the cubin, after the smem plan.

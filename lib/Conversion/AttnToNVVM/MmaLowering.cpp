@@ -70,6 +70,19 @@ static SmallVector<Value, 4> mmaSync(Emitter &e, Type dtype, ArrayRef<Value> a,
   return out;
 }
 
+/// acc(i, j) += a * (b0, b1) for one m16n8k16 tile of a per-thread
+/// accumulator array with `nTiles` n-tiles.
+static void accumulate(Emitter &e, Type dtype, ArrayRef<Value> a, Value b0,
+                       Value b1, MutableArrayRef<Value> acc, int64_t i,
+                       int64_t j, int64_t nTiles) {
+  SmallVector<Value, 4> c;
+  for (int64_t r = 0; r < 4; ++r)
+    c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
+  SmallVector<Value, 4> d = mmaSync(e, dtype, a, {b0, b1}, c);
+  for (int64_t r = 0; r < 4; ++r)
+    acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
+}
+
 /// The start of slot `tile mod slots` of a ring buffer.
 static Value slotAddress(Emitter &e, Value buffer, MemRefType type,
                          Value tile) {
@@ -177,18 +190,10 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
       for (int64_t np = 0; np < nTiles / 2; ++np) {
         SmallVector<Value, 4> b = loadMatrixX4(
             e, kAccess.address(16 * np, 2 * k), /*transpose=*/false);
-        for (int64_t half = 0; half < 2; ++half) {
-          int64_t j = 2 * np + half;
-          for (int64_t i = 0; i < mTiles; ++i) {
-            SmallVector<Value> c;
-            for (int64_t r = 0; r < 4; ++r)
-              c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
-            SmallVector<Value, 4> d = mmaSync(
-                e, dtype, a[i], {b[2 * half], b[2 * half + 1]}, c);
-            for (int64_t r = 0; r < 4; ++r)
-              acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
-          }
-        }
+        for (int64_t half = 0; half < 2; ++half)
+          for (int64_t i = 0; i < mTiles; ++i)
+            accumulate(e, dtype, a[i], b[2 * half], b[2 * half + 1], acc, i,
+                       2 * np + half, nTiles);
       }
     }
     rewriter.replaceOp(op, e.pack(layout.convertType(sType), acc));
@@ -232,20 +237,12 @@ struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
       for (int64_t np = 0; np < nTiles / 2; ++np) {
         SmallVector<Value, 4> b = loadMatrixX4(
             e, vAccess.address(16 * k, 2 * np), /*transpose=*/true);
-        for (int64_t half = 0; half < 2; ++half) {
-          int64_t j = 2 * np + half;
+        for (int64_t half = 0; half < 2; ++half)
           for (int64_t i = 0; i < mTiles; ++i) {
-            SmallVector<Value> a, c;
-            for (int64_t r = 0; r < 4; ++r) {
-              a.push_back(p[FragmentLayout::aIndex(i, k, r, kTiles)]);
-              c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
-            }
-            SmallVector<Value, 4> d =
-                mmaSync(e, dtype, a, {b[2 * half], b[2 * half + 1]}, c);
-            for (int64_t r = 0; r < 4; ++r)
-              acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
+            ArrayRef<Value> a(&p[FragmentLayout::aIndex(i, k, 0, kTiles)], 4);
+            accumulate(e, dtype, a, b[2 * half], b[2 * half + 1], acc, i,
+                       2 * np + half, nTiles);
           }
-        }
       }
     }
     rewriter.replaceOp(op, e.pack(layout.convertType(accType), acc));
