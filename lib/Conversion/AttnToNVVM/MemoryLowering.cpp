@@ -4,6 +4,7 @@
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace flashtile;
@@ -30,9 +31,9 @@ struct SmemAllocLowering : public ConvertOpToLLVMPattern<SmemAllocOp> {
 };
 
 /// One tile of rows into a buffer slot, as 16-byte cp.async.cg chunks spread
-/// over the block's threads. Rows at or past the sequence end copy 0 bytes,
-/// which zero-fills the chunk; a negative tile issues no copy. Either way the
-/// op commits exactly one group, as attn.async_wait counts them.
+/// over the block's threads. Rows at or past the sequence end, and every row
+/// of a negative tile, copy 0 bytes, which zero-fills the chunk. The op
+/// commits exactly one group, as attn.async_wait counts them.
 struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -52,47 +53,54 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
     Emitter e(rewriter, loc);
     Value tile = adaptor.getTile();
     Value desc = adaptor.getSrc();
-    emitIf(rewriter, loc, e.cmp(LLVM::ICmpPredicate::sge, tile, e.i32(0)),
-           [&] {
-             ThreadCoords thread = ThreadCoords::get(e);
-             Value slotBase =
-                 e.gep(adaptor.getDst(), e.mul(e.urem(tile, slots), slotBytes));
-             Value seqlen = e.extract(desc, kDescSeqlen);
-             Value strideSeq = e.extract(desc, kDescStrideSeq);
-             Value headBase = e.add64(
-                 e.mul64(e.sext64(adaptor.getBatch()),
-                         e.extract(desc, kDescStrideBatch)),
-                 e.mul64(e.sext64(adaptor.getHead()),
-                         e.extract(desc, kDescStrideHead)));
-             Value firstRow = e.mul(tile, rows);
-             Value base = e.extract(desc, kDescPtr);
-             TileChunkWalk walk(e, thread.tid, threads, rows, cols);
-             for (int64_t step = 0; step < walk.numSteps(); ++step) {
-               auto copyChunk = [&] {
-                 Value row = walk.row(step);
-                 Value globalRow = e.add(firstRow, row);
-                 Value inRange =
-                     e.cmp(LLVM::ICmpPredicate::slt, globalRow, seqlen);
-                 // Out-of-range rows read nothing, but keep the address valid.
-                 Value safeRow = e.select(inRange, globalRow, e.i32(0));
-                 Value element = e.add64(
-                     e.add64(headBase, e.mul64(e.sext64(safeRow), strideSeq)),
-                     e.sext64(e.mul(walk.chunk(step), 8)));
-                 Value src = e.gep(base, e.mul64(element, e.i64(2)));
-                 Value dst = e.gep(slotBase, walk.smemOffset(step));
-                 Value bytes = e.select(inRange, e.i32(16), e.i32(0));
-                 NVVM::CpAsyncOp::create(
-                     rewriter, loc, dst, src, rewriter.getI32IntegerAttr(16),
-                     NVVM::LoadCacheModifierKindAttr::get(
-                         rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
-                     bytes);
-               };
-               if (walk.isPartial(step))
-                 emitIf(rewriter, loc, walk.isActive(step), copyChunk);
-               else
-                 copyChunk();
-             }
-           });
+    // No branch around the copy: a negative tile zero-fills the slot it maps
+    // to, which the pipeline only ever refills once it is free, so the KV
+    // loop body stays one basic block that ptxas can schedule as a whole.
+    ThreadCoords thread = ThreadCoords::get(e);
+    Value slotBase = adaptor.getDst();
+    if (slots > 1) {
+      Value slot = llvm::isPowerOf2_64(slots)
+                       ? e.bitAnd(tile, slots - 1)
+                       : e.urem(e.add(LLVM::SRemOp::create(rewriter, loc, tile,
+                                                           e.i32(slots)),
+                                      slots),
+                                slots);
+      slotBase = e.gep(slotBase, e.mul(slot, slotBytes));
+    }
+    Value seqlen = e.extract(desc, kDescSeqlen);
+    Value strideSeq = e.extract(desc, kDescStrideSeq);
+    Value headBase =
+        e.add64(e.mul64(e.sext64(adaptor.getBatch()),
+                        e.extract(desc, kDescStrideBatch)),
+                e.mul64(e.sext64(adaptor.getHead()),
+                        e.extract(desc, kDescStrideHead)));
+    Value firstRow = e.mul(tile, rows);
+    Value base = e.extract(desc, kDescPtr);
+    TileChunkWalk walk(e, thread.tid, threads, rows, cols);
+    for (int64_t step = 0; step < walk.numSteps(); ++step) {
+      auto copyChunk = [&] {
+        Value globalRow = e.add(firstRow, walk.row(step));
+        // Unsigned: rows of negative tiles are out of range too.
+        Value inRange = e.cmp(LLVM::ICmpPredicate::ult, globalRow, seqlen);
+        // Out-of-range rows read nothing, but keep the address valid.
+        Value safeRow = e.select(inRange, globalRow, e.i32(0));
+        Value element = e.add64(
+            e.add64(headBase, e.mul64(e.sext64(safeRow), strideSeq)),
+            e.sext64(e.mul(walk.chunk(step), 8)));
+        Value src = e.gep(base, e.mul64(element, e.i64(2)));
+        Value dst = e.gep(slotBase, walk.smemOffset(step));
+        Value bytes = e.select(inRange, e.i32(16), e.i32(0));
+        NVVM::CpAsyncOp::create(
+            rewriter, loc, dst, src, rewriter.getI32IntegerAttr(16),
+            NVVM::LoadCacheModifierKindAttr::get(
+                rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
+            bytes);
+      };
+      if (walk.isPartial(step))
+        emitIf(rewriter, loc, walk.isActive(step), copyChunk);
+      else
+        copyChunk();
+    }
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();

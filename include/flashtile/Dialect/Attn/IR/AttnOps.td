@@ -241,9 +241,11 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     Copies tile `tile` (rows `tile * R` to `tile * R + R - 1`, R the buffer's
     rows) of head `head` of batch `batch` from `src` into slot
     `tile mod slots` of `dst`. Rows at or past the sequence end are filled
-    with zeros. A negative tile copies nothing. Each copy is one async group
-    (cp.async.commit_group), even when it copies nothing, so that the counts
-    of `attn.async_wait` stay exact.
+    with zeros. A negative tile reads nothing and zero-fills slot
+    `tile mod slots` (floor modulo); the tile program only copies into slots
+    it no longer reads, so this is harmless and keeps the KV loop free of
+    branches. Each copy is one async group (cp.async.commit_group), so that
+    the counts of `attn.async_wait` stay exact.
 
     ```mlir
     attn.copy_async %k[%b, %j, %hkv] -> %ks : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x128xf16, 3>
