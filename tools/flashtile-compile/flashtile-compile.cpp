@@ -40,6 +40,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
@@ -132,6 +134,12 @@ static cl::opt<std::string> metadataFile(
     cl::desc("With --emit=cubin: write the kernel's launch metadata (JSON) "
              "here, for the runtimes"),
     cl::value_desc("file"), cl::init(""), cl::cat(outputCat));
+static cl::opt<bool> spillFallback(
+    "spill-fallback",
+    cl::desc("With --emit=cubin and a searched config: when ptxas reports "
+             "spills, try the next-ranked candidates and keep the first that "
+             "does not spill (default: on)"),
+    cl::init(true), cl::cat(configCat));
 static cl::opt<bool> report(
     "report",
     cl::desc("With --emit=cubin: print the resource report (smem plan, "
@@ -481,6 +489,138 @@ static LogicalResult writeFile(MLIRContext &ctx, StringRef path,
   return success();
 }
 
+/// The tile pipeline: config selection (skipped where a kernel has a
+/// config), expansion, allocation, barriers.
+static LogicalResult runTilePipeline(ModuleOp module,
+                                     const AttnSelectConfigOptions &options) {
+  PassManager pm(module.getContext());
+  OpPassManager &kernelPm = pm.nest<KernelOp>();
+  kernelPm.addPass(createAttnSelectConfig(options));
+  kernelPm.addPass(createAttnExpandToTiles());
+  kernelPm.addPass(createAttnAllocateSharedMemory());
+  kernelPm.addPass(createAttnInsertBarriers());
+  return pm.run(module);
+}
+
+/// A tile-level module lowered to a cubin, and the facts about it that the
+/// lowering erases.
+struct CubinBuild {
+  /// The tile-level kernel, detached, for the metadata and the report.
+  OwningOpRef<KernelOp> tileKernel;
+  std::string planText;
+  CubinResult cubin;
+};
+
+/// Lowers the single-kernel tile-level `module` to PTX and runs ptxas.
+static FailureOr<CubinBuild> buildCubin(ModuleOp module,
+                                        const KernelSummary &summary,
+                                        const ArchInfo &isa,
+                                        StringRef ptxas) {
+  CubinBuild build;
+  KernelOp kernel = *module.getOps<KernelOp>().begin();
+  llvm::raw_string_ostream planOs(build.planText);
+  printPlanText(planOs, kernel, summary);
+  build.tileKernel = cast<KernelOp>(kernel->clone());
+  PassManager lower(module.getContext());
+  lower.addPass(createConvertAttnToNVVM());
+  if (failed(lower.run(module)))
+    return failure();
+  FailureOr<std::string> ptx = emitPTX(module, isa);
+  if (failed(ptx))
+    return failure();
+  FailureOr<CubinResult> cubin =
+      assembleCubin(ptxas, *ptx, isa, module.getLoc());
+  if (failed(cubin))
+    return failure();
+  build.cubin = std::move(*cubin);
+  return build;
+}
+
+static bool spills(const CubinResult &cubin) {
+  return cubin.spillStores.value_or(0) > 0 || cubin.spillLoads.value_or(0) > 0;
+}
+
+/// The ptxas feedback loop: the cost model's register estimate is a model,
+/// ptxas is the truth. When the searched config spills, compile the next
+/// feasible candidates in rank order whose register estimate is below that of
+/// every candidate seen spilling (at most `kMaxTries`), and take the first
+/// without spills. Diagnostics of candidates that fail are not the user's
+/// concern.
+static void avoidSpills(ModuleOp kernelLevel, const ConfigOverrides &pins,
+                        const KernelSummary &summary, const ArchInfo &isa,
+                        StringRef ptxas, CubinBuild &build,
+                        std::string &note) {
+  constexpr int kMaxTries = 4;
+  ConfigAttr chosen = build.tileKernel->getConfigAttr();
+  std::string spilled = llvm::formatv(
+      "{0}x{1} st{2} w{3} q_in_regs={4} spilled {5} B",
+      chosen.getTileM(), chosen.getTileN(), chosen.getStages(),
+      chosen.getWarps(), chosen.getQInRegs() ? "true" : "false",
+      build.cubin.spillStores.value_or(0));
+  KernelOp original = *kernelLevel.getOps<KernelOp>().begin();
+  SmallVector<ConfigCandidate> ranked = rankConfigs(original, pins);
+  int64_t ceiling = std::numeric_limits<int64_t>::max();
+  for (const ConfigCandidate &candidate : ranked)
+    if (candidate.config == chosen)
+      ceiling = candidate.estimatedRegs;
+  int tries = 0;
+  for (const ConfigCandidate &candidate : ranked) {
+    if (!candidate.isFeasible() || candidate.estimatedRegs >= ceiling)
+      continue;
+    if (++tries > kMaxTries)
+      break;
+    ScopedDiagnosticHandler quiet(kernelLevel.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    OwningOpRef<ModuleOp> trial = kernelLevel.clone();
+    (*trial->getOps<KernelOp>().begin()).setConfigAttr(candidate.config);
+    if (failed(runTilePipeline(*trial, AttnSelectConfigOptions())))
+      continue;
+    FailureOr<CubinBuild> alternative =
+        buildCubin(*trial, summary, isa, ptxas);
+    if (failed(alternative))
+      continue;
+    if (spills(alternative->cubin)) {
+      ceiling = candidate.estimatedRegs;
+      continue;
+    }
+    note = spilled + "; took the next-ranked candidate without spills";
+    build = std::move(*alternative);
+    return;
+  }
+  note = spilled + "; no other candidate avoided spills";
+}
+
+/// Writes the cubin, its metadata and the report.
+static int emitCubin(MLIRContext &ctx, CubinBuild &build,
+                     const KernelSummary &summary, const ArchInfo &isa,
+                     StringRef fallbackNote) {
+  Location loc = build.tileKernel->getLoc();
+  if (outputFile == "-" && !metadataFile.empty()) {
+    emitError(loc) << "--metadata needs the cubin in a file: give -o FILE.cubin";
+    return 1;
+  }
+  if (failed(writeFile(ctx, outputFile, build.cubin.cubin)))
+    return 1;
+  if (!metadataFile.empty()) {
+    std::string cubinFile = llvm::sys::path::filename(outputFile).str();
+    llvm::json::Object metadata = metadataJson(*build.tileKernel, summary, isa,
+                                               cubinFile, build.cubin);
+    std::string text =
+        llvm::formatv("{0:2}\n", llvm::json::Value(std::move(metadata))).str();
+    if (failed(writeFile(ctx, metadataFile, text)))
+      return 1;
+  }
+  if (report) {
+    llvm::outs() << build.planText;
+    printResourceReport(llvm::outs(), *build.tileKernel, isa, build.cubin);
+    if (!fallbackNote.empty())
+      llvm::outs() << "  config fallback: " << fallbackNote << "\n";
+  } else if (spills(build.cubin) && !fallbackNote.empty()) {
+    emitWarning(loc) << "the kernel spills registers (" << fallbackNote << ")";
+  }
+  return 0;
+}
+
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
@@ -569,8 +709,6 @@ int main(int argc, char **argv) {
     summaries.push_back(summarize(kernel));
   }
 
-  PassManager pm(&ctx);
-  OpPassManager &kernelPm = pm.nest<KernelOp>();
   AttnSelectConfigOptions selectOptions;
   selectOptions.tileM = pins->tileM.value_or(0);
   selectOptions.tileN = pins->tileN.value_or(0);
@@ -579,6 +717,7 @@ int main(int argc, char **argv) {
   selectOptions.qInRegs = pins->qInRegs ? int(*pins->qInRegs) : -1;
   bool fullyPinned = pins->tileM && pins->tileN && pins->stages &&
                      pins->warps && pins->qInRegs;
+  bool searched = !fullyPinned && !kernels.front().getConfigAttr();
   if (fullyPinned) {
     // An explicit config is taken as is: the allocator is its judge.
     for (KernelOp kernel : kernels) {
@@ -591,11 +730,9 @@ int main(int argc, char **argv) {
       kernel.setConfigAttr(config);
     }
   }
-  kernelPm.addPass(createAttnSelectConfig(selectOptions));
-  kernelPm.addPass(createAttnExpandToTiles());
-  kernelPm.addPass(createAttnAllocateSharedMemory());
-  kernelPm.addPass(createAttnInsertBarriers());
-  if (failed(pm.run(*module)))
+  // The kernel-level input, for compiling other candidates if need be.
+  OwningOpRef<ModuleOp> kernelLevel = module->clone();
+  if (failed(runTilePipeline(*module, selectOptions)))
     return 1;
 
   // The plan (and the kernel facts the lowering erases) before lowering.
@@ -631,9 +768,20 @@ int main(int argc, char **argv) {
   assert(lowering && "every other emit kind returned above");
   (void)lowering;
 
-  // Facts the lowering erases, kept for the metadata and the report.
-  KernelOp metaKernel = cast<KernelOp>(first->clone());
-  auto eraseMetaKernel = llvm::make_scope_exit([&] { metaKernel->erase(); });
+  if (emit == Emit::Cubin) {
+    FailureOr<std::string> ptxas = findPtxas(ptxasPath, module->getLoc());
+    if (failed(ptxas))
+      return 1;
+    FailureOr<CubinBuild> build =
+        buildCubin(*module, summaries.front(), *isa, *ptxas);
+    if (failed(build))
+      return 1;
+    std::string fallbackNote;
+    if (searched && spillFallback && spills(build->cubin))
+      avoidSpills(*kernelLevel, *pins, summaries.front(), *isa, *ptxas, *build,
+                  fallbackNote);
+    return emitCubin(ctx, *build, summaries.front(), *isa, fallbackNote);
+  }
 
   PassManager lower(&ctx);
   lower.addPass(createConvertAttnToNVVM());
@@ -646,42 +794,11 @@ int main(int argc, char **argv) {
     os << "\n";
     return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
   }
-
   std::string llvmIR;
   FailureOr<std::string> ptx = emitPTX(*module, *isa, &llvmIR);
   if (failed(ptx))
     return 1;
-  if (emit == Emit::Llvm)
-    return failed(writeFile(ctx, outputFile, llvmIR)) ? 1 : 0;
-  if (emit == Emit::Ptx)
-    return failed(writeFile(ctx, outputFile, *ptx)) ? 1 : 0;
-
-  FailureOr<std::string> ptxas = findPtxas(ptxasPath, module->getLoc());
-  if (failed(ptxas))
-    return 1;
-  FailureOr<CubinResult> cubin =
-      assembleCubin(*ptxas, *ptx, *isa, module->getLoc());
-  if (failed(cubin))
-    return 1;
-  if (outputFile == "-" && !metadataFile.empty()) {
-    emitError(module->getLoc())
-        << "--metadata needs the cubin in a file: give -o FILE.cubin";
-    return 1;
-  }
-  if (failed(writeFile(ctx, outputFile, cubin->cubin)))
-    return 1;
-  if (!metadataFile.empty()) {
-    std::string cubinFile = llvm::sys::path::filename(outputFile).str();
-    llvm::json::Object metadata =
-        metadataJson(metaKernel, summaries.front(), *isa, cubinFile, *cubin);
-    std::string text =
-        llvm::formatv("{0:2}\n", llvm::json::Value(std::move(metadata))).str();
-    if (failed(writeFile(ctx, metadataFile, text)))
-      return 1;
-  }
-  if (report) {
-    llvm::outs() << planText;
-    printResourceReport(llvm::outs(), metaKernel, *isa, *cubin);
-  }
-  return 0;
+  return failed(writeFile(ctx, outputFile, emit == Emit::Llvm ? llvmIR : *ptx))
+             ? 1
+             : 0;
 }
