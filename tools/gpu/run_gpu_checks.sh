@@ -9,7 +9,7 @@ out="${1:?usage: run_gpu_checks.sh OUT_DIR}"
 kernels="$root/.gpu/kernels"
 export PYTHONUNBUFFERED=1
 mkdir -p "$out"
-nvidia-smi -L | tee "$out/gpu.txt"
+nvidia-smi -L | tee "$out/sass.txt"
 
 # SASS: tensor-core mma, ldmatrix, cp.async, and no local memory.
 for cubin in "$kernels"/*.cubin; do
@@ -19,7 +19,7 @@ for cubin in "$kernels"/*.cubin; do
     "$(grep -c 'HMMA.16816' <<<"$sass")" "$(grep -c 'LDSM' <<<"$sass")" \
     "$(grep -c 'LDGSTS' <<<"$sass")" "$(grep -c 'LDL' <<<"$sass")" \
     "$(grep -c 'STL' <<<"$sass")"
-done > "$out/sass.txt"
+done >> "$out/sass.txt"
 
 python3 "$root/tools/gpu/check_fwd.py" --kernels "$kernels" --out "$out" \
   > "$out/check.txt" 2>&1
@@ -29,10 +29,13 @@ for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
   for tool in memcheck racecheck; do
     compute-sanitizer --tool "$tool" --error-exitcode 9 \
       python3 "$root/tools/gpu/check_fwd.py" --kernels "$kernels/$k.json" \
-      --sanitize > "$out/sanitize_${k}_${tool}.txt" 2>&1
-    echo "$k $tool exit: $?" >> "$out/sanitize.txt"
+      --sanitize > "$out/sanitize.log" 2>&1
+    status=$?
+    { echo "== $k $tool: exit $status"; grep -E "SUMMARY" "$out/sanitize.log"; } \
+      >> "$out/sanitize.txt"
   done
 done
+rm -f "$out/sanitize.log"
 
 # The first timing: bf16 d = 128 at S = 4096 (the issue's baseline shape),
 # then the SM120 configurations of other head dims and S = 16384.
