@@ -14,6 +14,23 @@ using namespace flashtile::attn::lowering;
 
 static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// Combines `values` pairwise, in log2(n) dependent steps rather than a
+/// chain of n: a row's 2 * (tile_n / 8) scores per thread would otherwise
+/// serialise on the FMNMX / FADD latency. The order is fixed, so results are
+/// deterministic.
+static Value treeReduce(SmallVector<Value> values,
+                        function_ref<Value(Value, Value)> combine) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
 namespace {
 
 struct SplatLowering : public ConvertOpToLLVMPattern<SplatOp> {
@@ -116,11 +133,13 @@ struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t h = 0; h < 2; ++h) {
         int64_t row = FragmentLayout::rowIndex(i, h);
-        Value tileMax = negInf;
+        SmallVector<Value> rowScores;
         for (int64_t j = 0; j < nTiles; ++j)
           for (int64_t r = 2 * h; r < 2 * h + 2; ++r)
-            tileMax = e.fmax(tileMax,
-                             s[FragmentLayout::accIndex(i, j, r, nTiles)]);
+            rowScores.push_back(s[FragmentLayout::accIndex(i, j, r, nTiles)]);
+        Value tileMax = treeReduce(rowScores, [&](Value a, Value b) {
+          return e.fmax(a, b);
+        });
         tileMax = e.fmax(tileMax, e.shflXor(tileMax, 1));
         tileMax = e.fmax(tileMax, e.shflXor(tileMax, 2));
         Value newMax = e.fmax(rowMax[row], tileMax);
@@ -129,13 +148,15 @@ struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
         Value negScaledMax = LLVM::FNegOp::create(rewriter, op.getLoc(), scaledMax);
         Value alpha = e.exp2(e.fma(rowMax[row], c, negScaledMax));
 
-        Value sum = e.f32(0.0f);
+        SmallVector<Value> probabilities;
         for (int64_t j = 0; j < nTiles; ++j)
           for (int64_t r = 2 * h; r < 2 * h + 2; ++r) {
             int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
             s[index] = e.exp2(e.fma(s[index], c, negScaledMax));
-            sum = e.fadd(sum, s[index]);
+            probabilities.push_back(s[index]);
           }
+        Value sum = treeReduce(probabilities,
+                               [&](Value a, Value b) { return e.fadd(a, b); });
         rowSum[row] = e.fma(rowSum[row], alpha, sum);
         rowMax[row] = newMax;
         for (int64_t j = 0; j < accTiles; ++j)

@@ -31,10 +31,11 @@ static constexpr bool kQInRegs[] = {true, false};
 // ConfigSelection.h. Only the ratios matter.
 static constexpr double kMmaMacsPerCycle = 1024;
 static constexpr double kSmemBytesPerCycle = 128;
+static constexpr double kL2BytesPerCycle = 21;
 static constexpr double kExpPerCycle = 16;
-static constexpr double kBarrierCycles = 40;
-static constexpr double kWarpsToHideLatency = 8;
-static constexpr int64_t kFixedRegs = 90;
+static constexpr double kStepCycles = 750;
+static constexpr double kMmaChainsToHideLatency = 8;
+static constexpr int64_t kFixedRegs = 87;
 
 template <typename T>
 static bool allowed(const std::optional<T> &pinned, T value) {
@@ -76,16 +77,19 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
     return;
   }
 
+  // Per SM and KV step of every resident block; see ConfigSelection.h.
+  double blocks = static_cast<double>(c.blocksPerSM);
   double dims = static_cast<double>(headDim + headDimV);
-  double tMma = tileM * tileN * dims / kMmaMacsPerCycle;
-  double tLds = warps *
+  double tMma = blocks * tileM * tileN * dims / kMmaMacsPerCycle;
+  double tLds = blocks * warps *
                 (2.0 * tileN * dims +
                  (config.getQInRegs() ? 0.0 : 2.0 * rows * headDim)) /
                 kSmemBytesPerCycle;
+  double tL2 = blocks * 2.0 * tileN * dims / kL2BytesPerCycle;
   double tExp = tileM * tileN / kExpPerCycle;
-  double tSync = 2 * kBarrierCycles / c.blocksPerSM;
-  double step = std::max({tMma, tLds, tExp}) + tSync;
-  double hiding = std::min(1.0, c.residentWarps / kWarpsToHideLatency);
+  double step = std::max({tMma, tLds, tL2}) + tExp + kStepCycles;
+  double chains = static_cast<double>(c.residentWarps) * (rows / 16);
+  double hiding = std::min(1.0, chains / kMmaChainsToHideLatency);
   c.score = hiding * tMma / step;
 }
 

@@ -7,18 +7,25 @@
 // the rest by a cost model.
 //
 // The cost model estimates the fraction of the tensor-core peak one SM
-// sustains, per KV-loop step of one block:
+// sustains over one KV-loop step of its B resident blocks:
 //
-//   t_mma  = tile_m * tile_n * (d + dv) / 1024     mma.sync MACs per cycle
-//   t_lds  = warps * (2 * tile_n * (d + dv)         every warp reads all of K
-//            + (q_in_regs ? 0 : 2 * rows * d)) / 128   and V (and its Q rows)
-//                                                  through ldmatrix, 128 B/clk
-//   t_exp  = tile_m * tile_n / 16                  exp2 on the MUFU, 16/clk
-//   t_sync = 2 * 40 / blocks_per_sm                two barriers per step; other
-//                                                  resident blocks fill them
-//   step   = max(t_mma, t_lds, t_exp) + t_sync
-//   hiding = min(1, resident_warps / 8)            latency hiding needs about
-//                                                  two warps per SM sub-core
+//   t_mma  = B * tile_m * tile_n * (d + dv) / 1024   mma.sync MACs per cycle
+//   t_lds  = B * warps * (2 * tile_n * (d + dv)      every warp reads all of K
+//            + (q_in_regs ? 0 : 2 * rows * d)) / 128  and V (and its Q rows)
+//                                                   through ldmatrix, 128 B/clk
+//   t_l2   = B * 2 * tile_n * (d + dv) / 21          K and V tiles from L2,
+//                                                   ~21 B/clk per SM
+//   t_exp  = tile_m * tile_n / 16                    a block's exp2 on the
+//                                                   MUFU, 16/clk
+//   t_step = 750                                     a block's two barriers
+//                                                   and the wait for its
+//                                                   prefetched tile
+//   step   = max(t_mma, t_lds, t_l2) + t_exp + t_step
+//
+// A block's softmax and barriers sit between its mma phases (its warps run
+// in lockstep), and in the measurements a second resident block hid little
+// of that gap, so it is not divided by B.
+//   hiding = min(1, resident warps * (rows / 16) / 8)  independent mma chains
 //   score  = hiding * t_mma / step
 //
 // rows = tile_m / warps. resident warps = warps * blocks per SM, where blocks
@@ -27,14 +34,20 @@
 //
 //   O accumulator rows * dv / 32 + S accumulator rows * tile_n / 32
 //   + Q fragments (q_in_regs) rows * d / 64 + 4 * rows / 16 (softmax state)
-//   + 90 (addresses, loop state, ldmatrix operands, P while it is packed),
+//   + 87 (addresses, loop state, ldmatrix operands, P while it is packed),
 //
 // and a candidate above the chip's per-thread maximum is rejected as
-// spilling. The 90 is calibrated on ptxas 13.0 -v for the sm80 lowering at
+// spilling. The 87 is calibrated on ptxas 13.0 -v for the sm80 lowering at
 // d = 64..256: fragments up to 160 registers compiled without spills,
-// from 176 up they spilled. The constants are per-SM rates of the SM80 datapath (A100: 1024
-// dense f16 MACs, 128 B of shared memory and 16 MUFU ops per cycle); only
-// their ratios matter. They are a model to rank candidates, and measurements
+// from 176 up they spilled. The driver checks the estimate against ptxas
+// (--spill-fallback).
+//
+// The rates are those of an A100-class SM (1024 dense f16 MACs, 128 B of
+// shared memory and 16 MUFU ops per cycle, about 21 B/cycle of L2 per SM);
+// only their ratios matter. t_step is fitted to H200 timings of the sm80
+// path (d = 128: 128x128 w8 353, 128x32 w4 339, 128x64 w8 329, 128x32 w8
+// 255 TFLOP/s; d = 64: 128x64 w4 324, 128x128 w8 297), whose order the
+// model reproduces. It is a model to rank candidates; measurements
 // overrule it.
 //
 //===----------------------------------------------------------------------===//
