@@ -47,6 +47,7 @@ echo "bench exit: $?" >> "$out/bench.txt"
 python3 "$root/tools/gpu/bench_fwd.py" \
   "$kernels"/sm120cfg_bf16_d64_*.json "$kernels"/sm120cfg_bf16_d128_full.json \
   "$kernels"/sm120cfg_bf16_d128_causal.json "$kernels"/sm120cfg_f16_d128_full.json \
-  "$kernels"/sm120cfg_bf16_d256_*.json \
+  "$kernels"/sm120cfg_bf16_d96_full.json "$kernels"/sm120cfg_bf16_d192_full.json \
+  "$kernels"/sm120cfg_bf16_d256_full.json "$kernels"/sm120cfg_bf16_d256_causal.json \
   --seqlens 16384 > "$out/bench_wide.txt" 2>&1
 echo "bench exit: $?" >> "$out/bench_wide.txt"
