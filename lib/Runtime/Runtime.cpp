@@ -3,7 +3,9 @@
 // Three parts: a small strict JSON reader, the metadata schema on top of it,
 // and the kernel (argument checks, parameter packing, and the CUDA driver,
 // reached through dlopen so that no CUDA header or library is needed to
-// build or to load kernels).
+// build or to load kernels). The run side must not depend on LLVM (the GPU
+// machines have none), which is why it reads JSON itself rather than with
+// llvm::json like the compiler.
 //
 //===----------------------------------------------------------------------===//
 

@@ -87,6 +87,9 @@ struct MaskLowering : public ConvertOpToLLVMPattern<MaskOp> {
         Value lowest = left >= 0 ? e.sub(diagonal, e.i32(left)) : Value();
         for (int64_t j = 0; j < nTiles; ++j)
           for (int64_t c = 0; c < 2; ++c) {
+            assert(FragmentLayout::accElementOffset(2 * h + c) ==
+                       std::make_pair(8 * h, c) &&
+                   "rows g + 8h, columns 2t + c");
             Value col = e.add(colBase, 8 * j + c);
             Value masked = e.cmp(P::sge, col, limit);
             if (lowest)
@@ -173,10 +176,14 @@ struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t k = 0; k < kTiles; ++k)
         for (int64_t r = 0; r < 4; ++r) {
-          int64_t j = 2 * k + r / 2, first = 2 * (r % 2);
-          p[FragmentLayout::aIndex(i, k, r, kTiles)] = e.packPair(
-              s[FragmentLayout::accIndex(i, j, first, nTiles)],
-              s[FragmentLayout::accIndex(i, j, first + 1, nTiles)], dtype);
+          Value halves[2];
+          for (int64_t half = 0; half < 2; ++half) {
+            auto [tile, element] = FragmentLayout::accSourceOfA(r, half);
+            halves[half] = s[FragmentLayout::accIndex(i, 2 * k + tile, element,
+                                                      nTiles)];
+          }
+          p[FragmentLayout::aIndex(i, k, r, kTiles)] =
+              e.packPair(halves[0], halves[1], dtype);
         }
 
     FragType rowType = op.getRowMax().getType();

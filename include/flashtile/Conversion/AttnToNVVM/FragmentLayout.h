@@ -56,6 +56,23 @@ public:
   /// Row-state element h of m-tile i.
   static int64_t rowIndex(int64_t i, int64_t h) { return i * 2 + h; }
 
+  /// (row, column) of accumulator element r relative to (16 i + g,
+  /// 8 j + 2 t).
+  static std::pair<int64_t, int64_t> accElementOffset(int64_t r) {
+    return {8 * (r / 2), r % 2};
+  }
+  /// (row, column) of element `half` of A register r relative to
+  /// (16 i + g, 16 k + 2 t).
+  static std::pair<int64_t, int64_t> aElementOffset(int64_t r, int64_t half) {
+    return {8 * (r % 2), 8 * (r / 2) + half};
+  }
+  /// Where element `half` of A register r of k-tile k is found among the
+  /// accumulators: n-tile 2 k + first, element second. This is how P reuses
+  /// the registers of S with no shuffle.
+  static std::pair<int64_t, int64_t> accSourceOfA(int64_t r, int64_t half) {
+    return {r / 2, 2 * (r % 2) + half};
+  }
+
 private:
   int64_t warps;
 };

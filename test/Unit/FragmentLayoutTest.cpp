@@ -1,0 +1,77 @@
+//===- FragmentLayoutTest.cpp - Fragment layout and kernel ABI ------------===//
+
+#include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+#include "gtest/gtest.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+TEST(FragmentLayoutTest, ValuesPerThread) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect>();
+  FragmentLayout layout(/*warps=*/8);
+  Type f32 = Float32Type::get(&ctx), bf16 = BFloat16Type::get(&ctx);
+  // 128 rows over 8 warps: one m-tile per warp.
+  EXPECT_EQ(layout.mTiles(128), 1);
+  // S of 128 x 128: 16 n-tiles of 4 floats.
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, f32)), 64);
+  // P / Q of 128 x 128 in bf16: 8 k-tiles of 4 packed registers.
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, bf16)), 32);
+  // Row state: 2 rows per thread and m-tile.
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128}, f32)), 2);
+  EXPECT_EQ(FragmentLayout(4).mTiles(128), 2);
+}
+
+TEST(FragmentLayoutTest, IndicesAreABijection) {
+  const int64_t mTiles = 2, nTiles = 16, kTiles = 8;
+  llvm::DenseSet<int64_t> acc, a;
+  for (int64_t i = 0; i < mTiles; ++i) {
+    for (int64_t j = 0; j < nTiles; ++j)
+      for (int64_t r = 0; r < 4; ++r)
+        acc.insert(FragmentLayout::accIndex(i, j, r, nTiles));
+    for (int64_t k = 0; k < kTiles; ++k)
+      for (int64_t r = 0; r < 4; ++r)
+        a.insert(FragmentLayout::aIndex(i, k, r, kTiles));
+  }
+  EXPECT_EQ(acc.size(), size_t(mTiles * nTiles * 4));
+  EXPECT_EQ(a.size(), size_t(mTiles * kTiles * 4));
+  for (int64_t index : acc)
+    EXPECT_LT(index, mTiles * nTiles * 4);
+}
+
+// P = softmax(S) feeds the PV mma from the registers of S: element `half`
+// of A register r of k-tile k must be the accumulator element at the same
+// (row, column) of n-tile 2k + first.
+TEST(FragmentLayoutTest, AccumulatorsOfTwoNTilesAreOneATile) {
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t half = 0; half < 2; ++half) {
+      auto [tile, element] = FragmentLayout::accSourceOfA(r, half);
+      auto [accRow, accCol] = FragmentLayout::accElementOffset(element);
+      auto [aRow, aCol] = FragmentLayout::aElementOffset(r, half);
+      EXPECT_EQ(accRow, aRow) << "r=" << r << " half=" << half;
+      EXPECT_EQ(8 * tile + accCol, aCol) << "r=" << r << " half=" << half;
+    }
+}
+
+TEST(KernelABITest, ParameterListMatchesItsIndices) {
+  ArrayRef<KernelParam> params = getKernelParams();
+  ASSERT_EQ(params.size(), size_t(kNumKernelParams));
+  llvm::StringSet<> names;
+  for (const KernelParam &param : params)
+    EXPECT_TRUE(names.insert(param.name).second) << param.name.str();
+  for (unsigned i = kParamQ; i <= kParamLse; ++i)
+    EXPECT_EQ(params[i].kind, ParamKind::Ptr);
+  EXPECT_EQ(params[kParamSeqlenQ].name, "seqlen_q");
+  EXPECT_EQ(params[kParamHeadsKV].name, "heads_kv");
+  EXPECT_EQ(params[kParamFirstStride].name, "q_stride_batch");
+  EXPECT_EQ(params[kParamFirstStride + 11].name, "o_stride_head");
+  EXPECT_EQ(params[kParamLseStrideBatch].name, "lse_stride_batch");
+  EXPECT_EQ(params[kParamSoftmaxScale].name, "softmax_scale");
+  EXPECT_EQ(params[kParamSoftmaxScale].kind, ParamKind::F32);
+}
