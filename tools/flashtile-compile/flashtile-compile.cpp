@@ -230,6 +230,13 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
 /// The config flags as pins for config selection.
 static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
   ConfigOverrides pins;
+  for (auto [flag, value] :
+       {std::pair<StringRef, int64_t>{"--tile-m", tileM},
+        {"--tile-n", tileN}, {"--stages", stages}, {"--warps", warps}})
+    if (value < 0)
+      return emitError(UnknownLoc::get(&ctx))
+             << flag << " must be positive (or 0 to let config selection "
+             << "choose), got " << value;
   auto pin = [](int64_t value) {
     return value ? std::optional<int64_t>(value) : std::nullopt;
   };

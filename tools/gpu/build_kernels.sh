@@ -23,7 +23,7 @@ dims="64 96 128 192 256"
 if [ "$mode" = sweep ]; then
   # bf16 d = 128 SM120 configurations, for timing the cost model's choices.
   for cfg in "128 128 1 8 true" "128 64 1 8 true" "128 128 1 8 false" \
-             "64 64 1 4 true" "128 64 2 8 true" "128 32 1 8 true"; do
+             "64 64 1 4 true" "128 64 2 8 true" "64 128 1 4 true"; do
     set -- $cfg
     for mask in full causal; do
       flags=(--dtype=bf16 --head-dim=128)

@@ -93,6 +93,22 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
   c.score = hiding * tMma / step;
 }
 
+/// Calls `fn` for every (tile_m, tile_n, stages, warps) of the search space
+/// that `overrides` allows. Pinned values outside the usual space are still
+/// tried.
+static void
+forEachShape(const ConfigOverrides &overrides,
+             function_ref<void(int64_t, int64_t, int64_t, int64_t)> fn) {
+  auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
+    return pinned ? SmallVector<int64_t>{*pinned} : llvm::to_vector(defaults);
+  };
+  for (int64_t tileM : space(kTileMs, overrides.tileM))
+    for (int64_t tileN : space(kTileNs, overrides.tileN))
+      for (int64_t stages : space(kStages, overrides.stages))
+        for (int64_t warps : space(kWarps, overrides.warps))
+          fn(tileM, tileN, stages, warps);
+}
+
 SmallVector<ConfigCandidate>
 attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   const ArchInfo &arch = kernel.getArch().getInfo();
@@ -100,41 +116,35 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   auto vType = cast<MemRefType>(kernel.getV().getType());
   int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
 
-  // Pinned values outside the usual search space are still tried.
-  auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
-    return pinned ? SmallVector<int64_t>{*pinned} : llvm::to_vector(defaults);
-  };
   SmallVector<ConfigCandidate> candidates;
   MLIRContext *ctx = kernel.getContext();
-  for (int64_t tileM : space(kTileMs, overrides.tileM))
-    for (int64_t tileN : space(kTileNs, overrides.tileN))
-      for (int64_t stages : space(kStages, overrides.stages))
-        for (int64_t warps : space(kWarps, overrides.warps))
-          for (bool qInRegs : kQInRegs) {
-            if (!allowed(overrides.qInRegs, qInRegs))
-              continue;
-            if (explainInvalidConfig(tileM, tileN, stages, warps))
-              continue; // Not a well-formed config (e.g. 64 rows, 8 warps).
-            auto config = ConfigAttr::get(ctx, tileM, tileN, stages, warps,
-                                          qInRegs);
-            ConfigCandidate candidate;
-            candidate.config = config;
+  forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
+                              int64_t warps) {
+    if (explainInvalidConfig(tileM, tileN, stages, warps))
+      return; // Not a well-formed config (e.g. 64 rows, 8 warps).
+    for (bool qInRegs : kQInRegs) {
+      if (!allowed(overrides.qInRegs, qInRegs))
+        continue;
+      ConfigCandidate candidate;
+      candidate.config =
+          ConfigAttr::get(ctx, tileM, tileN, stages, warps, qInRegs);
 
-            // The allocator's answer on this candidate's own tile program.
-            auto clone = cast<KernelOp>(kernel->clone());
-            if (succeeded(expandAttentionToTiles(clone, config)))
-              candidate.smemBytes = SharedMemoryPlan(clone).getTotalBytes();
-            clone->erase();
+      // The allocator's answer on this candidate's own tile program.
+      auto clone = cast<KernelOp>(kernel->clone());
+      if (succeeded(expandAttentionToTiles(clone, candidate.config)))
+        candidate.smemBytes = SharedMemoryPlan(clone).getTotalBytes();
+      clone->erase();
 
-            if (candidate.smemBytes > arch.smemPerBlock)
-              candidate.rejection = llvm::formatv(
-                  "needs {0} B of shared memory, over the {1} B per-block "
-                  "limit of {2}",
-                  candidate.smemBytes, arch.smemPerBlock, arch.name);
-            else
-              evaluate(candidate, arch, headDim, headDimV);
-            candidates.push_back(std::move(candidate));
-          }
+      if (candidate.smemBytes > arch.smemPerBlock)
+        candidate.rejection = llvm::formatv(
+            "needs {0} B of shared memory, over the {1} B per-block limit "
+            "of {2}",
+            candidate.smemBytes, arch.smemPerBlock, arch.name);
+      else
+        evaluate(candidate, arch, headDim, headDimV);
+      candidates.push_back(std::move(candidate));
+    }
+  });
 
   std::stable_sort(candidates.begin(), candidates.end(),
                    [](const ConfigCandidate &a, const ConfigCandidate &b) {
@@ -171,9 +181,18 @@ FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
                             << "no feasible config on "
                             << kernel.getArch().getInfo().name
                             << " for the pinned parameters";
-  if (candidates.empty())
-    diag.attachNote() << "no well-formed config matches the pinned values "
-                         "(each warp needs whole 16-row mma tiles)";
+  if (candidates.empty()) {
+    // Say why, with the verifier's own words for the first combination.
+    std::string reason;
+    forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
+                                int64_t warps) {
+      if (reason.empty())
+        reason = explainInvalidConfig(tileM, tileN, stages, warps)
+                     .value_or(std::string());
+    });
+    diag.attachNote() << "no well-formed config matches the pinned values: "
+                      << reason;
+  }
   for (const ConfigCandidate &c : candidates)
     diag.attachNote() << describe(c.config) << ": " << c.rejection;
   return failure();
