@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the compile-side toolchain on Debian 12 when it is missing:
-# LLVM/MLIR 22 (bookworm-security), ninja, ccache, pybind11, GoogleTest, lit.
+# LLVM/MLIR 22 (bookworm-security), ninja, ccache, GoogleTest (lit comes with LLVM).
 # Quick (a few dpkg queries) when everything is already present.
 set -euo pipefail
 
 pkgs=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-      ninja-build ccache pybind11-dev libgtest-dev python3-dev)
+      ninja-build ccache libgtest-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do
