@@ -634,6 +634,10 @@ static int emitCubin(MLIRContext &ctx, CubinBuild &build,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // The chip names come from the target table, which is initialised by now.
+  static const std::string archHelp =
+      "Target chip: " + knownArchNames() + " (default sm_120)";
+  archName.setDescription(archHelp);
   cl::HideUnrelatedOptions({&specCat, &configCat, &outputCat});
   cl::ParseCommandLineOptions(
       argc, argv,
