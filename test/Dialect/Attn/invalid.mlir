@@ -344,3 +344,233 @@ attn.kernel @frag_rank_3 arch(#attn.arch<sm_120>) {
   // expected-error @below {{!attn.frag must have rank 1 or 2, got rank 3}}
   %x = attn.splat {value = 0.0 : f32} : !attn.frag<2x64x64xf32>
 }
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{Q must be a rank-4 memref, got 'memref<?x?x128xf16>'}}
+attn.kernel @rank3_q arch(#attn.arch<sm_120>) {
+^bb0(%q: memref<?x?x128xf16>, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x?xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{head_dim must be static}}
+attn.kernel @dynamic_head_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @smem_dynamic arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{buffer must have a static shape and the identity layout, got 'memref<1x?x128xf16, 3>'}}
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x?x128xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @load_frag_slots arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<2x64x128xf16, 3>
+  // expected-error @below {{source must have one slot, got 2}}
+  %qf = attn.load_frag %qs : memref<2x64x128xf16, 3> -> !attn.frag<64x128xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_qk_q_slots arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<2x64x128xf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{Q buffer must have one slot}}
+  %s = attn.mma_qk %qs, %ks[%c0] : memref<2x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_qk_dtypes arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qf = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xbf16>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{mismatched dtypes: Q is 'bf16', K is 'f16'}}
+  %s = attn.mma_qk %qf, %ks[%c0] : !attn.frag<64x128xbf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_qk_q_rank arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qf = attn.splat {value = 0.0 : f32} : !attn.frag<64xf16>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{Q fragment must have rank 2}}
+  %s = attn.mma_qk %qf, %ks[%c0] : !attn.frag<64xf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @softmax_scores arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf16>
+  %m = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{scores must be a rank-2 f32 fragment, got '!attn.frag<64x32xf16>'}}
+  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc, %c
+      : !attn.frag<64x32xf16>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @softmax_acc arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
+  %m = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<32x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{acc must be an f32 fragment with 64 rows, got '!attn.frag<32x128xf32>'}}
+  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc, %c
+      : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<32x128xf32> -> !attn.frag<64x32xf16>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @softmax_p arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
+  %m = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{P must be an f16 or bf16 fragment shaped like S, got '!attn.frag<64x32xf32>'}}
+  %p, %m1, %l1, %a1 = attn.online_softmax %s, %m, %m, %acc, %c
+      : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_pv_keys arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %vs = attn.smem_alloc {name = "V"} : memref<1x64x128xf16, 3>
+  %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf16>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{P has 32 columns but the V tile has 64 rows}}
+  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64x32xf16>, memref<1x64x128xf16, 3>, !attn.frag<64x128xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_pv_rank arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %vs = attn.smem_alloc {name = "V"} : memref<1x32x128xf16, 3>
+  %p = attn.splat {value = 0.0 : f32} : !attn.frag<64xf16>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{P must have rank 2}}
+  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64xf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @kv_loop_body arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c0 = arith.constant 0 : index
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  // expected-error @below {{body must take (index, '!attn.frag<64xf32>')}}
+  %x = attn.kv_loop %c0 to %c0 iter_args(%r) : !attn.frag<64xf32> -> !attn.frag<64xf32> {
+  ^bb0(%j: index, %ri: !attn.frag<32xf32>):
+    attn.yield %r : !attn.frag<64xf32>
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @kv_loop_results arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c0 = arith.constant 0 : index
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  // expected-error @below {{results must match iter_args}}
+  %x = attn.kv_loop %c0 to %c0 iter_args(%r) : !attn.frag<64xf32> -> !attn.frag<32xf32> {
+  ^bb0(%j: index, %ri: !attn.frag<64xf32>):
+    attn.yield %ri : !attn.frag<64xf32>
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @epilogue_acc arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{acc must be a rank-2 f32 fragment}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
+    : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x128xf16, 3> -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @epilogue_stage_dtype arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x128xbf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{staging buffer is 'bf16' but O is 'f16'}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
+    : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x128xbf16, 3> -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!w = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @epilogue_o_dim arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x64xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{O has head_dim 128 but acc has 64 columns}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
+    : !attn.frag<64x64xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
+}
