@@ -5,6 +5,9 @@
 // and the PTX ISA release notes for the first PTX version of each target
 // (sm_90: 7.8, sm_100: 8.6, sm_120: 8.7, sm_121: 8.8).
 //
+// sm_75 (Turing) is known so that it is refused by name: it has no cp.async
+// and no bf16 mma.sync, which the sm80 path needs.
+//
 // SM120/121 have the RTX Blackwell SM: a 128 KiB L1+shared array of which at
 // most 100 KiB is shared memory, 99 KiB of it for one block. They have no wgmma
 // and no tcgen05, so their fast path is the SM80 one (ldmatrix, mma.sync,
@@ -25,15 +28,16 @@ static constexpr int64_t KiB = 1024;
 
 // clang-format off
 static const ArchInfo kArchTable[] = {
-  // chip         name      path            /blk      /SM       rsv    regs    maxR thr  blk ptx      minPTX
-  {Chip::sm_80,  "sm_80",  CodePath::Sm80,  163 * KiB, 164 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_80",  70},
-  {Chip::sm_86,  "sm_86",  CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 16, "sm_86",  71},
-  {Chip::sm_89,  "sm_89",  CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 24, "sm_89",  78},
+  // chip         name     cc   path            /blk       /SM        rsv      regs   maxR thr   blk ptx       minPTX
+  {Chip::sm_75,  "sm_75",  75, CodePath::None,   64 * KiB,  64 * KiB, 0 * KiB, 65536, 255, 1024, 16, "sm_75",  63},
+  {Chip::sm_80,  "sm_80",  80, CodePath::Sm80,  163 * KiB, 164 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_80",  70},
+  {Chip::sm_86,  "sm_86",  86, CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 16, "sm_86",  71},
+  {Chip::sm_89,  "sm_89",  89, CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 24, "sm_89",  78},
   // sm_90 takes the SM80 path until a wgmma/TMA path exists.
-  {Chip::sm_90,  "sm_90",  CodePath::Sm80,  227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_90",  78},
-  {Chip::sm_100, "sm_100", CodePath::Sm100, 227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_100", 86},
-  {Chip::sm_120, "sm_120", CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_120", 87},
-  {Chip::sm_121, "sm_121", CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_121", 88},
+  {Chip::sm_90,  "sm_90",  90, CodePath::Sm80,  227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_90",  78},
+  {Chip::sm_100, "sm_100", 100, CodePath::Sm100, 227 * KiB, 228 * KiB, 1 * KiB, 65536, 255, 2048, 32, "sm_100", 86},
+  {Chip::sm_120, "sm_120", 120, CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_120", 87},
+  {Chip::sm_121, "sm_121", 121, CodePath::Sm80,   99 * KiB, 100 * KiB, 1 * KiB, 65536, 255, 1536, 32, "sm_121", 88},
 };
 // clang-format on
 
@@ -63,12 +67,38 @@ std::string flashtile::knownArchNames() {
 
 llvm::StringRef flashtile::stringifyCodePath(CodePath path) {
   switch (path) {
+  case CodePath::None:
+    return "none";
   case CodePath::Sm80:
     return "sm80";
   case CodePath::Sm100:
     return "sm100";
   }
   llvm_unreachable("unknown code path");
+}
+
+bool flashtile::isaSupportsCodePath(const ArchInfo &isa, CodePath path) {
+  switch (path) {
+  case CodePath::None:
+    return false;
+  case CodePath::Sm80:
+    return isa.computeCapability >= 80;
+  case CodePath::Sm100:
+    return isa.chip == Chip::sm_100;
+  }
+  llvm_unreachable("unknown code path");
+}
+
+std::string flashtile::archNamesWithCodePath(CodePath path) {
+  std::string names;
+  for (const ArchInfo &info : kArchTable) {
+    if (info.codePath != path)
+      continue;
+    if (!names.empty())
+      names += ", ";
+    names += info.name.str();
+  }
+  return names;
 }
 
 int64_t flashtile::blocksPerSMBySmem(const ArchInfo &arch,

@@ -4,7 +4,7 @@
 // sm_100 parses, but its code path is not implemented.
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{chip sm_100 needs the tcgen05/TMEM code path, which is not implemented; the sm80 code path (ldmatrix, mma.sync, cp.async) serves sm_80, sm_86, sm_89, sm_90, sm_120 and sm_121}}
+// expected-error @below {{chip sm_100 needs the tcgen05/TMEM code path, which is not implemented; the sm80 code path (ldmatrix, mma.sync, cp.async) serves sm_80, sm_86, sm_89, sm_90, sm_120, sm_121}}
 attn.kernel @sm100 arch(#attn.arch<sm_100>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse

@@ -35,7 +35,7 @@ TEST(ArchTest, LookupByNameMatchesTheTable) {
     EXPECT_EQ(lookupArch(info.name), &getArchInfo(info.chip));
     EXPECT_NE(knownArchNames().find(info.name.str()), std::string::npos);
   }
-  EXPECT_EQ(lookupArch("sm_75"), nullptr);
+  EXPECT_EQ(lookupArch("sm_70"), nullptr);
   EXPECT_EQ(lookupArch("SM_120"), nullptr);
 }
 
@@ -52,4 +52,14 @@ TEST(ArchTest, BlocksPerSMCountTheReservation) {
   EXPECT_EQ(blocksPerSMBySmem(sm120, 49 * 1024 + 1), 1);
   EXPECT_EQ(blocksPerSMBySmem(sm120, 101376), 1);
   EXPECT_EQ(blocksPerSMBySmem(sm120, 101377), 0);
+}
+
+TEST(ArchTest, TuringIsKnownButHasNoCodePath) {
+  const ArchInfo &sm75 = getArchInfo(Chip::sm_75);
+  EXPECT_EQ(sm75.codePath, CodePath::None);
+  EXPECT_FALSE(isaSupportsCodePath(sm75, CodePath::Sm80));
+  EXPECT_TRUE(isaSupportsCodePath(getArchInfo(Chip::sm_90), CodePath::Sm80));
+  EXPECT_TRUE(isaSupportsCodePath(getArchInfo(Chip::sm_120), CodePath::Sm80));
+  EXPECT_EQ(archNamesWithCodePath(CodePath::Sm80),
+            "sm_80, sm_86, sm_89, sm_90, sm_120, sm_121");
 }

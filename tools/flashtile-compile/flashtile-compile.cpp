@@ -691,10 +691,13 @@ int main(int argc, char **argv) {
                                   << "'; known: " << knownArchNames();
       return 1;
     }
-    if (isa->codePath != CodePath::Sm80 && isa->chip != Chip::sm_100) {
+    // The kernels' code path is the chip's; today every lowered kernel
+    // takes the sm80 path.
+    if (!isaSupportsCodePath(*isa, CodePath::Sm80)) {
       emitError(module->getLoc())
           << "ISA " << isa->name << " lacks the instructions of the sm80 "
-          << "code path (cp.async, ldmatrix, mma.sync.m16n8k16 bf16)";
+          << "code path (cp.async, ldmatrix, bf16 mma.sync.m16n8k16); use "
+          << archNamesWithCodePath(CodePath::Sm80) << " or sm_100";
       return 1;
     }
   }

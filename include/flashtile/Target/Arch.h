@@ -18,10 +18,12 @@
 namespace flashtile {
 
 /// The chips FlashTile recognises.
-enum class Chip { sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121 };
+enum class Chip { sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121 };
 
 /// The instruction family a kernel is lowered through.
 enum class CodePath {
+  /// None: the chip lacks cp.async and bf16 mma.sync.m16n8k16 (Turing).
+  None,
   /// ldmatrix + mma.sync.m16n8k16 + cp.async (Ampere and later, incl. SM120).
   Sm80,
   /// tcgen05 / TMEM (datacenter Blackwell). Recognised, not implemented.
@@ -33,6 +35,8 @@ struct ArchInfo {
   Chip chip;
   /// The name in IR and on the command line, e.g. "sm_120".
   llvm::StringRef name;
+  /// Compute capability, major * 10 + minor (120 for sm_120).
+  int computeCapability;
   /// The code path the compiler lowers through for this chip.
   CodePath codePath;
   /// Opt-in maximum dynamic shared memory per block, in bytes.
@@ -68,8 +72,15 @@ const ArchInfo *lookupArch(llvm::StringRef name);
 /// "sm_80, sm_86, ..." for error messages.
 std::string knownArchNames();
 
-/// "sm80" / "sm100" as printed in plans and metadata.
+/// "none" / "sm80" / "sm100" as printed in plans and metadata.
 llvm::StringRef stringifyCodePath(CodePath path);
+
+/// Whether `isa` has the instructions of `path`; the sm80 path needs
+/// cp.async and bf16 mma.sync.m16n8k16, i.e. compute capability 8.0 or later.
+bool isaSupportsCodePath(const ArchInfo &isa, CodePath path);
+
+/// "sm_80, sm_86, ..." for the chips whose code path is `path`.
+std::string archNamesWithCodePath(CodePath path);
 
 /// Blocks per SM allowed by shared memory alone, counting the per-block
 /// reservation: floor(smemPerSM / (bytes + reserved)), capped by

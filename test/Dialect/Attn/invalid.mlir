@@ -121,8 +121,8 @@ attn.kernel @too_many_stages arch(#attn.arch<sm_120>) config(#attn.config<tile_m
 
 // -----
 
-// expected-error @below {{unknown chip 'sm_75'; known chips: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121}}
-attn.kernel @unknown_chip arch(#attn.arch<sm_75>) {
+// expected-error @below {{unknown chip 'sm_70'; known chips: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121}}
+attn.kernel @unknown_chip arch(#attn.arch<sm_70>) {
 }
 
 // -----

@@ -58,13 +58,24 @@ void ArchAttr::print(AsmPrinter &printer) const {
 
 LogicalResult attn::checkCodePathImplemented(Operation *op, ArchAttr arch) {
   const ArchInfo &info = arch.getInfo();
-  if (info.codePath == CodePath::Sm80)
+  switch (info.codePath) {
+  case CodePath::Sm80:
     return success();
-  return op->emitError() << "chip " << info.name
-                         << " needs the tcgen05/TMEM code path, which is "
-                            "not implemented; the sm80 code path "
-                            "(ldmatrix, mma.sync, cp.async) serves sm_80, "
-                            "sm_86, sm_89, sm_90, sm_120 and sm_121";
+  case CodePath::Sm100:
+    return op->emitError()
+           << "chip " << info.name
+           << " needs the tcgen05/TMEM code path, which is not implemented; "
+              "the sm80 code path (ldmatrix, mma.sync, cp.async) serves "
+           << archNamesWithCodePath(CodePath::Sm80);
+  case CodePath::None:
+    return op->emitError()
+           << "chip " << info.name
+           << " has no FlashTile code path: the sm80 path needs cp.async "
+              "and bf16 mma.sync.m16n8k16 (compute capability 8.0 or "
+              "later), which serve "
+           << archNamesWithCodePath(CodePath::Sm80);
+  }
+  llvm_unreachable("unknown code path");
 }
 
 //===----------------------------------------------------------------------===//

@@ -24,10 +24,12 @@ def Attn_ArchAttr : AttrDef<Attn_Dialect, "Arch"> {
     #attn.arch<sm_120>
     ```
 
-    Known chips: sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121. sm_120
-    and sm_121 take the `sm80` code path (ldmatrix, mma.sync, cp.async).
-    sm_100 parses but is refused by the compiler: its tcgen05/TMEM path is not
-    implemented. Any other name is a parse error that lists the known chips.
+    Known chips: sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121.
+    sm_120 and sm_121 take the `sm80` code path (ldmatrix, mma.sync,
+    cp.async). sm_100 parses but is refused by the compiler: its tcgen05/TMEM
+    path is not implemented. sm_75 parses and is refused: it lacks cp.async
+    and bf16 mma.sync. Any other name is a parse error that lists the known
+    chips.
   }];
   let parameters = (ins "::flashtile::Chip":$chip);
   let hasCustomAssemblyFormat = 1;
