@@ -30,6 +30,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -310,11 +311,7 @@ static void printPlanText(llvm::raw_ostream &os, KernelOp kernel,
                       "offset", "bytes", "shape", "shares bytes with");
   SmallVector<BufferPlacement> buffers = *readAllocatedBuffers(kernel);
   for (const BufferPlacement &b : buffers) {
-    std::string shares;
-    for (const BufferPlacement &other : buffers)
-      if (other.alloc != b.alloc && b.bytes && other.bytes &&
-          b.sharesBytesWith(other))
-        shares += (shares.empty() ? "" : ", ") + other.alloc.getName().str();
+    std::string shares = llvm::join(getBuffersSharingBytes(buffers, b), ", ");
     os << llvm::formatv("    {0,-6} {1,8} {2,8}  {3,-18} {4}\n",
                         b.alloc.getName(), b.offset, b.bytes,
                         shapeString(b.alloc.getType()),

@@ -75,6 +75,17 @@ SharedMemoryPlan::SharedMemoryPlan(KernelOp kernel)
   }
 }
 
+SmallVector<StringRef>
+attn::getBuffersSharingBytes(ArrayRef<BufferPlacement> buffers,
+                             const BufferPlacement &buffer) {
+  SmallVector<StringRef> names;
+  for (const BufferPlacement &other : buffers)
+    if (other.alloc != buffer.alloc && other.bytes && buffer.bytes &&
+        other.sharesBytesWith(buffer))
+      names.push_back(other.alloc.getName());
+  return names;
+}
+
 FailureOr<SmallVector<BufferPlacement>>
 attn::readAllocatedBuffers(KernelOp kernel) {
   SmallVector<BufferPlacement> buffers = computeSharedMemoryLiveness(kernel);

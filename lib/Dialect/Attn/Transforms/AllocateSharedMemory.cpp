@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace flashtile::attn {
 #define GEN_PASS_DEF_ATTNALLOCATESHAREDMEMORY
@@ -83,13 +84,10 @@ struct AttnAllocateSharedMemoryPass
                                   << buffer.offset << ", " << buffer.bytes
                                   << " B, live [" << buffer.live.begin << ", "
                                   << buffer.live.end << "]";
-      StringRef separator = ", shares bytes with ";
-      for (const BufferPlacement &other : plan.getBuffers())
-        if (other.alloc != buffer.alloc && other.bytes && buffer.bytes &&
-            other.sharesBytesWith(buffer)) {
-          remark << separator << other.alloc.getName();
-          separator = ", ";
-        }
+      SmallVector<StringRef> sharing =
+          getBuffersSharingBytes(plan.getBuffers(), buffer);
+      if (!sharing.empty())
+        remark << ", shares bytes with " << llvm::join(sharing, ", ");
     }
     kernel.emitRemark() << "shared memory: " << total << " B of "
                         << arch.smemPerBlock << " B per block on " << arch.name

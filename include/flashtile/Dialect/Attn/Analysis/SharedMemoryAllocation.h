@@ -72,6 +72,12 @@ private:
   int64_t totalBytes = 0;
 };
 
+/// The names of the other buffers of `buffers` that share bytes with
+/// `buffer` (both non-empty), in program order.
+llvm::SmallVector<llvm::StringRef>
+getBuffersSharingBytes(llvm::ArrayRef<BufferPlacement> buffers,
+                       const BufferPlacement &buffer);
+
 /// Reads the offsets that `attn-allocate-shared-memory` wrote back into a
 /// plan-shaped list (liveness recomputed, offsets from the attributes).
 /// Fails when a buffer has no offset.
