@@ -3,6 +3,7 @@
 #include "LoweringUtils.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace flashtile;
@@ -276,6 +277,23 @@ Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
   return LLVM::AddressOfOp::create(b, e.location(),
                                    LLVM::LLVMPointerType::get(b.getContext(), 3),
                                    kSmemSymbol);
+}
+
+Value lowering::getSlotAddress(Emitter &e, Value buffer, MemRefType type,
+                               Value tile) {
+  int64_t slots = type.getDimSize(0);
+  if (slots == 1)
+    return buffer;
+  Value slot;
+  if (llvm::isPowerOf2_64(slots)) {
+    slot = e.bitAnd(tile, slots - 1);
+  } else {
+    Value rem = LLVM::SRemOp::create(e.builder(), e.location(), tile,
+                                     e.i32(slots));
+    slot = e.urem(e.add(rem, slots), slots);
+  }
+  int64_t slotBytes = type.getDimSize(1) * type.getDimSize(2) * 2;
+  return e.gep(buffer, e.mul(slot, slotBytes));
 }
 
 /// Chunks per swizzle group for rows of `cols` 16-bit elements.

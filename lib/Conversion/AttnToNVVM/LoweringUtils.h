@@ -129,6 +129,11 @@ mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 
+/// The start of slot `tile mod slots` (floor modulo, so negative tiles map
+/// to a slot too) of a ring buffer of `type` at `buffer`.
+mlir::Value getSlotAddress(Emitter &e, mlir::Value buffer,
+                           mlir::MemRefType type, mlir::Value tile);
+
 /// Byte offset of 16-byte chunk `chunk` of row `row` in a row-major shared
 /// tile of `cols` 16-bit elements per row. Chunks are XOR-swizzled with the
 /// row so that eight consecutive rows read at one logical chunk hit eight

@@ -4,7 +4,6 @@
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace flashtile;
@@ -45,10 +44,8 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
       return rewriter.notifyMatchFailure(op, "no kernel config");
     Location loc = op.getLoc();
     MemRefType dstType = op.getDst().getType();
-    int64_t slots = dstType.getDimSize(0), rows = dstType.getDimSize(1),
-            cols = dstType.getDimSize(2);
+    int64_t rows = dstType.getDimSize(1), cols = dstType.getDimSize(2);
     int64_t threads = config.getWarps() * 32;
-    int64_t slotBytes = rows * cols * 2;
 
     Emitter e(rewriter, loc);
     Value tile = adaptor.getTile();
@@ -57,16 +54,8 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
     // to, which the pipeline only ever refills once it is free, so the KV
     // loop body stays one basic block that ptxas can schedule as a whole.
     ThreadCoords thread = ThreadCoords::get(e);
-    Value slotBase = adaptor.getDst();
-    if (slots > 1) {
-      Value slot = llvm::isPowerOf2_64(slots)
-                       ? e.bitAnd(tile, slots - 1)
-                       : e.urem(e.add(LLVM::SRemOp::create(rewriter, loc, tile,
-                                                           e.i32(slots)),
-                                      slots),
-                                slots);
-      slotBase = e.gep(slotBase, e.mul(slot, slotBytes));
-    }
+    Value slotBase =
+        getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
     Value seqlen = e.extract(desc, kDescSeqlen);
     Value strideSeq = e.extract(desc, kDescStrideSeq);
     Value headBase =

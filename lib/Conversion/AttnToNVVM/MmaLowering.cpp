@@ -83,14 +83,6 @@ static void accumulate(Emitter &e, Type dtype, ArrayRef<Value> a, Value b0,
     acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
 }
 
-/// The start of slot `tile mod slots` of a ring buffer.
-static Value slotAddress(Emitter &e, Value buffer, MemRefType type,
-                         Value tile) {
-  int64_t slotBytes = type.getDimSize(1) * type.getDimSize(2) * 2;
-  if (type.getDimSize(0) == 1)
-    return buffer;
-  return e.gep(buffer, e.mul(e.urem(tile, type.getDimSize(0)), slotBytes));
-}
 
 /// The lane's view of an A operand (Q) in shared memory: lanes 0-15 address
 /// rows 0-15 of an m-tile at its k-tile's first 8 columns, lanes 16-31 the
@@ -160,7 +152,7 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
     Emitter e(rewriter, op.getLoc());
     ThreadCoords thread = ThreadCoords::get(e);
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
-    Value kBase = slotAddress(e, adaptor.getK(), kType, adaptor.getTile());
+    Value kBase = getSlotAddress(e, adaptor.getK(), kType, adaptor.getTile());
     bool qInRegs = isa<FragType>(op.getQ().getType());
     SmallVector<Value> qRegs;
     if (qInRegs)
@@ -222,7 +214,7 @@ struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
 
     Emitter e(rewriter, op.getLoc());
     ThreadCoords thread = ThreadCoords::get(e);
-    Value vBase = slotAddress(e, adaptor.getV(), vType, adaptor.getTile());
+    Value vBase = getSlotAddress(e, adaptor.getV(), vType, adaptor.getTile());
     SmallVector<Value> p = e.unpack(adaptor.getP());
     SmallVector<Value> acc = e.unpack(adaptor.getAcc());
     // Lanes 8q..8q+7 address matrix q: V rows (keys) 0-7 at chunk 0, rows
