@@ -741,31 +741,32 @@ int main(int argc, char **argv) {
       kernel.setConfigAttr(config);
     }
   }
-  // The kernel-level input, for compiling other candidates if need be.
-  OwningOpRef<ModuleOp> kernelLevel = module->clone();
+  // The kernel-level input, for compiling other candidates if the searched
+  // config spills.
+  OwningOpRef<ModuleOp> kernelLevel;
+  if (emit == Emit::Cubin && searched && spillFallback)
+    kernelLevel = module->clone();
   if (failed(runTilePipeline(*module, selectOptions)))
     return 1;
 
-  // The plan (and the kernel facts the lowering erases) before lowering.
-  std::string planText;
-  llvm::raw_string_ostream planOs(planText);
-  llvm::json::Array plans;
-  for (auto [kernel, summary] : llvm::zip(kernels, summaries)) {
-    printPlanText(planOs, kernel, summary);
-    plans.push_back(planJson(kernel, summary));
-  }
-  KernelOp first = kernels.front();
-  const ArchInfo &chip = first.getArch().getInfo();
   if (!isa)
-    isa = &chip;
+    isa = &kernels.front().getArch().getInfo();
 
   if (emit == Emit::Plan) {
-    std::string text = planText;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::json::Array plans;
+    for (auto [kernel, summary] : llvm::zip(kernels, summaries)) {
+      if (format == Format::Json)
+        plans.push_back(planJson(kernel, summary));
+      else
+        printPlanText(os, kernel, summary);
+    }
     if (format == Format::Json) {
       llvm::json::Value value =
           plans.size() == 1 ? llvm::json::Value(std::move(plans[0]))
                             : llvm::json::Value(std::move(plans));
-      text = llvm::formatv("{0:2}\n", value).str();
+      os << llvm::formatv("{0:2}\n", value);
     }
     return failed(writeFile(ctx, outputFile, text)) ? 1 : 0;
   }
@@ -788,7 +789,7 @@ int main(int argc, char **argv) {
     if (failed(build))
       return 1;
     std::string fallbackNote;
-    if (searched && spillFallback && spills(build->cubin))
+    if (kernelLevel && spills(build->cubin))
       avoidSpills(*kernelLevel, *pins, summaries.front(), *isa, *ptxas, *build,
                   fallbackNote);
     return emitCubin(ctx, *build, summaries.front(), *isa, fallbackNote);
