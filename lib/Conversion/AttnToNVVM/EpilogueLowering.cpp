@@ -75,33 +75,22 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
     NVVM::Barrier0Op::create(rewriter, loc);
 
     // Whole rows out, 16 bytes per thread and step.
-    Value desc = adaptor.getO();
-    Value seqlenQ = e.extract(desc, kDescSeqlen);
+    TensorRows out(e, adaptor.getO(), adaptor.getBatch(), adaptor.getHead());
     Value firstRow = e.mul(adaptor.getMBlock(), rows);
-    Value headBase =
-        e.add64(e.mul64(e.sext64(adaptor.getBatch()),
-                        e.extract(desc, kDescStrideBatch)),
-                e.mul64(e.sext64(adaptor.getHead()),
-                        e.extract(desc, kDescStrideHead)));
-    Value strideSeq = e.extract(desc, kDescStrideSeq);
-    Value base = e.extract(desc, kDescPtr);
     auto vectorType = VectorType::get({4}, rewriter.getI32Type());
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
       Value row = walk.row(step);
       Value globalRow = e.add(firstRow, row);
-      Value store = e.cmp(P::slt, globalRow, seqlenQ);
+      Value store = e.cmp(P::slt, globalRow, out.seqlen());
       if (walk.isPartial(step))
         store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
       emitIf(rewriter, loc, store, [&] {
         Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
                                           e.gep(stage, walk.smemOffset(step)),
                                           /*alignment=*/16);
-        Value element = e.add64(
-            e.add64(headBase, e.mul64(e.sext64(globalRow), strideSeq)),
-            e.sext64(e.mul(walk.chunk(step), 8)));
         LLVM::StoreOp::create(rewriter, loc, data,
-                              e.gep(base, e.mul64(element, e.i64(2))),
+                              out.chunkAddress(globalRow, walk.chunk(step)),
                               /*alignment=*/16);
       });
     }
@@ -119,7 +108,7 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
         Value row = e.add(e.add(firstRow, warpRow),
                           e.add(thread.g, e.i32(16 * i + 8 * h)));
         Value store = LLVM::AndOp::create(rewriter, loc, quadLeader,
-                                          e.cmp(P::slt, row, seqlenQ));
+                                          e.cmp(P::slt, row, out.seqlen()));
         Value value = lse[FragmentLayout::rowIndex(i, h)];
         emitIf(rewriter, loc, store, [&] {
           Value element = e.add64(lseBase, e.sext64(row));

@@ -279,6 +279,23 @@ Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
                                    kSmemSymbol);
 }
 
+TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head)
+    : e(e) {
+  base = e.extract(desc, kDescPtr);
+  length = e.extract(desc, kDescSeqlen);
+  strideSeq = e.extract(desc, kDescStrideSeq);
+  headOffset = e.add64(
+      e.mul64(e.sext64(batch), e.extract(desc, kDescStrideBatch)),
+      e.mul64(e.sext64(head), e.extract(desc, kDescStrideHead)));
+}
+
+Value TensorRows::chunkAddress(Value row, Value chunk) {
+  Value element =
+      e.add64(e.add64(headOffset, e.mul64(e.sext64(row), strideSeq)),
+              e.sext64(e.mul(chunk, 8)));
+  return e.gep(base, e.mul64(element, e.i64(2)));
+}
+
 Value lowering::getSlotAddress(Emitter &e, Value buffer, MemRefType type,
                                Value tile) {
   int64_t slots = type.getDimSize(0);

@@ -129,6 +129,20 @@ mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 
+/// The rows of one (batch, head) of a Q/K/V/O tensor, from its descriptor:
+/// the address of 16-byte chunk `chunk` of row `row`.
+class TensorRows {
+public:
+  TensorRows(Emitter &e, mlir::Value desc, mlir::Value batch,
+             mlir::Value head);
+  mlir::Value seqlen() const { return length; }
+  mlir::Value chunkAddress(mlir::Value row, mlir::Value chunk);
+
+private:
+  Emitter &e;
+  mlir::Value base, length, strideSeq, headOffset;
+};
+
 /// The start of slot `tile mod slots` (floor modulo, so negative tiles map
 /// to a slot too) of a ring buffer of `type` at `buffer`.
 mlir::Value getSlotAddress(Emitter &e, mlir::Value buffer,

@@ -49,38 +49,28 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
 
     Emitter e(rewriter, loc);
     Value tile = adaptor.getTile();
-    Value desc = adaptor.getSrc();
     // No branch around the copy: a negative tile zero-fills the slot it maps
     // to, which the pipeline only ever refills once it is free, so the KV
     // loop body stays one basic block that ptxas can schedule as a whole.
     ThreadCoords thread = ThreadCoords::get(e);
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
-    Value seqlen = e.extract(desc, kDescSeqlen);
-    Value strideSeq = e.extract(desc, kDescStrideSeq);
-    Value headBase =
-        e.add64(e.mul64(e.sext64(adaptor.getBatch()),
-                        e.extract(desc, kDescStrideBatch)),
-                e.mul64(e.sext64(adaptor.getHead()),
-                        e.extract(desc, kDescStrideHead)));
+    TensorRows src(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead());
     Value firstRow = e.mul(tile, rows);
-    Value base = e.extract(desc, kDescPtr);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
       auto copyChunk = [&] {
         Value globalRow = e.add(firstRow, walk.row(step));
         // Unsigned: rows of negative tiles are out of range too.
-        Value inRange = e.cmp(LLVM::ICmpPredicate::ult, globalRow, seqlen);
+        Value inRange =
+            e.cmp(LLVM::ICmpPredicate::ult, globalRow, src.seqlen());
         // Out-of-range rows read nothing, but keep the address valid.
         Value safeRow = e.select(inRange, globalRow, e.i32(0));
-        Value element = e.add64(
-            e.add64(headBase, e.mul64(e.sext64(safeRow), strideSeq)),
-            e.sext64(e.mul(walk.chunk(step), 8)));
-        Value src = e.gep(base, e.mul64(element, e.i64(2)));
-        Value dst = e.gep(slotBase, walk.smemOffset(step));
+        Value from = src.chunkAddress(safeRow, walk.chunk(step));
+        Value to = e.gep(slotBase, walk.smemOffset(step));
         Value bytes = e.select(inRange, e.i32(16), e.i32(0));
         NVVM::CpAsyncOp::create(
-            rewriter, loc, dst, src, rewriter.getI32IntegerAttr(16),
+            rewriter, loc, to, from, rewriter.getI32IntegerAttr(16),
             NVVM::LoadCacheModifierKindAttr::get(
                 rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
             bytes);
