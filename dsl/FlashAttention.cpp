@@ -9,10 +9,6 @@ using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
 
-StringRef dsl::stringifyDType(DType dtype) {
-  return dtype == DType::F16 ? "f16" : "bf16";
-}
-
 FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
                                               const AttentionSpec &spec,
                                               Location loc) {

@@ -44,9 +44,6 @@ mlir::FailureOr<attn::KernelOp> buildAttentionKernel(mlir::ModuleOp module,
                                                      const AttentionSpec &spec,
                                                      mlir::Location loc);
 
-/// "f16" / "bf16".
-llvm::StringRef stringifyDType(DType dtype);
-
 } // namespace flashtile::dsl
 
 #endif // FLASHTILE_DSL_FLASHATTENTION_H

@@ -108,11 +108,6 @@ std::pair<int64_t, int64_t> AttentionOp::getEffectiveWindow() {
   return {left, getCausal() ? 0 : right};
 }
 
-bool AttentionOp::hasPositionalMask() {
-  auto [left, right] = getEffectiveWindow();
-  return left >= 0 || right >= 0;
-}
-
 float AttentionOp::getScale() {
   if (FloatAttr scale = getSoftmaxScaleAttr())
     return scale.getValueAsDouble();

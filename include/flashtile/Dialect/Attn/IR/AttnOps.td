@@ -125,8 +125,6 @@ def Attn_AttentionOp : Attn_Op<"attention", [
   let extraClassDeclaration = [{
     /// The window after folding `causal` in: {left, right}, -1 = unbounded.
     std::pair<int64_t, int64_t> getEffectiveWindow();
-    /// True when some key may be masked by position (causal or local).
-    bool hasPositionalMask();
     /// The scale applied to QK^T, defaulted to 1/sqrt(head_dim).
     float getScale();
   }];
