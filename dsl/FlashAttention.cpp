@@ -14,8 +14,22 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
                                               Location loc) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  Type dtype = spec.dtype == DType::F16 ? Type(b.getF16Type())
-                                        : Type(b.getBF16Type());
+  auto elementType = [&](DType t) -> Type {
+    switch (t) {
+    case DType::F16:
+      return b.getF16Type();
+    case DType::BF16:
+      return b.getBF16Type();
+    case DType::F32:
+      return b.getF32Type();
+    case DType::I32:
+      return b.getI32Type();
+    case DType::I64:
+      return b.getI64Type();
+    }
+    llvm_unreachable("unknown dtype");
+  };
+  Type dtype = elementType(spec.dtype);
   int64_t headDimV = spec.headDimV ? spec.headDimV : spec.headDim;
 
   // (batch, seqlen, heads, dim): dynamic sizes and strides, contiguous rows.
@@ -27,15 +41,31 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
   // (batch, heads, seqlen_q), contiguous.
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
 
-  auto kernel = KernelOp::create(b, loc, b.getStringAttr(spec.name),
-                                 ArchAttr::get(ctx, spec.chip), ConfigAttr(),
-                                 IntegerAttr());
+  SmallVector<StringRef> extraNames;
+  for (const ExtraArg &extra : spec.extraArgs)
+    extraNames.push_back(extra.name);
+  auto kernel = KernelOp::create(
+      b, loc, b.getStringAttr(spec.name), ArchAttr::get(ctx, spec.chip),
+      ConfigAttr(), IntegerAttr(),
+      extraNames.empty() ? ArrayAttr() : b.getStrArrayAttr(extraNames),
+      ProblemAttr());
   Block *body = new Block();
   kernel.getBody().push_back(body);
   for (Type type : {Type(tensorType(spec.headDim)), Type(tensorType(spec.headDim)),
                     Type(tensorType(headDimV)), Type(tensorType(headDimV)),
                     Type(lseType)})
     body->addArgument(type, loc);
+  for (const ExtraArg &extra : spec.extraArgs) {
+    Type elt = elementType(extra.dtype);
+    if (extra.rank < 0) {
+      body->addArgument(elt, loc);
+      continue;
+    }
+    SmallVector<int64_t> shape(extra.rank, dyn), strides(extra.rank, dyn);
+    body->addArgument(
+        MemRefType::get(shape, elt, StridedLayoutAttr::get(ctx, 0, strides)),
+        loc);
+  }
 
   // Verify the kernel's signature before building into it: an impossible
   // head dim is the kernel's error, not the attention op's.

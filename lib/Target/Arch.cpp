@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
 #include <algorithm>
 #include <cassert>
 
@@ -107,4 +108,20 @@ int64_t flashtile::blocksPerSMBySmem(const ArchInfo &arch,
     return 0;
   int64_t perBlock = bytesPerBlock + arch.smemReservedPerBlock;
   return std::min(arch.smemPerSM / perBlock, arch.maxBlocksPerSM);
+}
+
+Occupancy flashtile::computeOccupancy(const ArchInfo &arch, int64_t warps,
+                                      int64_t regsPerThread,
+                                      int64_t smemBytes) {
+  assert(warps > 0 && regsPerThread > 0 && "a block has warps and registers");
+  int64_t regsPerWarp = llvm::alignTo(
+      llvm::alignTo(regsPerThread, kRegsPerThreadGranule) * kWarpSize,
+      kRegsPerWarpGranule);
+  Occupancy o;
+  o.byRegisters = arch.regsPerSM / (regsPerWarp * warps);
+  o.bySharedMemory = blocksPerSMBySmem(arch, smemBytes);
+  o.byThreads = arch.maxThreadsPerSM / (warps * kWarpSize);
+  o.blocks = std::min(
+      {o.byRegisters, o.bySharedMemory, o.byThreads, arch.maxBlocksPerSM});
+  return o;
 }

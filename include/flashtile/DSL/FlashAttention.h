@@ -17,10 +17,20 @@
 #include "mlir/IR/BuiltinOps.h"
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace flashtile::dsl {
 
-enum class DType { F16, BF16 };
+enum class DType { F16, BF16, F32, I32, I64 };
+
+/// An argument after Q, K, V, O and LSE, for variant hooks to read.
+struct ExtraArg {
+  std::string name;
+  DType dtype = DType::F32;
+  /// -1: a scalar; otherwise a tensor of this rank with dynamic extents and
+  /// strides.
+  int64_t rank = -1;
+};
 
 /// What an attention kernel computes.
 struct AttentionSpec {
@@ -35,6 +45,8 @@ struct AttentionSpec {
   int64_t windowLeft = -1, windowRight = -1;
   /// Defaults to 1/sqrt(headDim).
   std::optional<float> softmaxScale;
+  /// Extra tensor and scalar arguments, in order.
+  std::vector<ExtraArg> extraArgs;
 };
 
 /// Appends the `attn.kernel` of `spec` to `module` and verifies it. On a bad

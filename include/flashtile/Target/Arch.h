@@ -82,6 +82,31 @@ bool isaSupportsCodePath(const ArchInfo &isa, CodePath path);
 /// "sm_80, sm_86, ..." for the chips whose code path is `path`.
 std::string archNamesWithCodePath(CodePath path);
 
+/// Threads per warp on every chip FlashTile knows. The table's one owner of
+/// the number; code that needs it asks here.
+inline constexpr int64_t kWarpSize = 32;
+
+/// Registers are granted per thread in multiples of this...
+inline constexpr int64_t kRegsPerThreadGranule = 8;
+/// ...and per warp in multiples of this.
+inline constexpr int64_t kRegsPerWarpGranule = 256;
+
+/// Blocks of one kernel that fit on an SM, and which resource limits it.
+struct Occupancy {
+  int64_t blocks = 0;
+  int64_t byRegisters = 0, bySharedMemory = 0, byThreads = 0;
+  int64_t getWarps(int64_t warpsPerBlock) const {
+    return blocks * warpsPerBlock;
+  }
+};
+
+/// The occupancy of a block of `warps` warps, `regsPerThread` registers per
+/// thread and `smemBytes` of dynamic shared memory on `arch`: the least of
+/// the register, shared-memory, thread and block limits. Registers are
+/// granted in the granules above. `regsPerThread` must be positive.
+Occupancy computeOccupancy(const ArchInfo &arch, int64_t warps,
+                           int64_t regsPerThread, int64_t smemBytes);
+
 /// Blocks per SM allowed by shared memory alone, counting the per-block
 /// reservation: floor(smemPerSM / (bytes + reserved)), capped by
 /// maxBlocksPerSM. Returns 0 when one block does not fit.

@@ -38,12 +38,23 @@ struct CubinResult {
 mlir::FailureOr<std::string> findPtxas(llvm::StringRef explicitPath,
                                        mlir::Location loc);
 
-/// Runs `ptxas -arch=<isa> -O3 -v` on `ptx`. On failure the error at `loc`
-/// carries ptxas's own output.
-mlir::FailureOr<CubinResult> assembleCubin(llvm::StringRef ptxas,
-                                           llvm::StringRef ptx,
-                                           const ArchInfo &isa,
-                                           mlir::Location loc);
+/// The default limit on one ptxas run, in seconds.
+inline constexpr unsigned kDefaultPtxasTimeoutSeconds = 120;
+
+/// Runs `ptxas -arch=<isa> -O3 -v` on `ptx`, killing it after
+/// `timeoutSeconds` (0: no limit). ptxas is treated as untrusted: a
+/// timeout, a crash or a signal, a non-zero exit (with ptxas's own output),
+/// a cubin that is not a CUDA ELF for `isa`, and resource figures that make
+/// no sense (no registers, more than the chip allows, negative spills) are
+/// errors at `loc`.
+mlir::FailureOr<CubinResult>
+assembleCubin(llvm::StringRef ptxas, llvm::StringRef ptx, const ArchInfo &isa,
+              mlir::Location loc,
+              unsigned timeoutSeconds = kDefaultPtxasTimeoutSeconds);
+
+/// Why `image` is not a CUDA cubin for `isa`, or nullopt when it is one.
+std::optional<std::string> explainInvalidCubin(llvm::StringRef image,
+                                               const ArchInfo &isa);
 
 } // namespace flashtile
 

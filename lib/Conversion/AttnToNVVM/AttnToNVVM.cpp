@@ -62,16 +62,11 @@ static LogicalResult checkLowerable(KernelOp kernel) {
            << "must be an allocated tile program: run attn-select-config, "
               "attn-expand-to-tiles, attn-allocate-shared-memory and "
               "attn-insert-barriers first";
-  for (unsigned i : {1u, 2u}) {
-    int64_t dim = cast<MemRefType>(kernel.getBody().getArgument(i).getType())
-                      .getDimSize(3);
-    if (dim % 32 != 0)
-      return kernel.emitOpError()
-             << (i == 1 ? "head_dim" : "head_dim_v") << " = " << dim
-             << " is not supported by the sm80 lowering yet: it needs a "
-                "multiple of 32 (two 16-wide mma k-steps of 16-byte chunks "
-                "per swizzle group)";
-  }
+  // The verifier holds kernels to the head-dim rule; the lowering relies on
+  // it (whole swizzle groups and mma k-steps).
+  assert(!explainUnsupportedHeadDim(
+              cast<MemRefType>(kernel.getQ().getType()).getDimSize(3)) &&
+         "the kernel verifier enforces the head-dim rule");
   return success();
 }
 

@@ -31,7 +31,7 @@ struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
     Type dtype = op.getStage().getType().getElementType();
     int64_t rows = accType.getDimSize(0), cols = accType.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
-    int64_t threads = config.getWarps() * 32;
+    int64_t threads = config.getWarps() * kWarpSize;
     Location loc = op.getLoc();
     using P = LLVM::ICmpPredicate;
 

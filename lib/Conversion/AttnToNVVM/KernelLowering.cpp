@@ -7,6 +7,9 @@
 
 #include "LoweringUtils.h"
 
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
@@ -31,19 +34,20 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     MLIRContext *ctx = op.getContext();
     Location loc = op.getLoc();
 
+    std::vector<plan::Param> abi = getKernelParams(op);
     SmallVector<Type> params;
-    for (const KernelParam &param : getKernelParams()) {
-      switch (param.kind) {
-      case ParamKind::Ptr:
+    for (const plan::Param &param : abi) {
+      switch (param.type) {
+      case plan::ParamType::Ptr:
         params.push_back(LLVM::LLVMPointerType::get(ctx, 1));
         break;
-      case ParamKind::I32:
+      case plan::ParamType::I32:
         params.push_back(rewriter.getI32Type());
         break;
-      case ParamKind::I64:
+      case plan::ParamType::I64:
         params.push_back(rewriter.getI64Type());
         break;
-      case ParamKind::F32:
+      case plan::ParamType::F32:
         params.push_back(rewriter.getF32Type());
         break;
       }
@@ -54,7 +58,7 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
         LLVM::LLVMFuncOp::create(rewriter, loc, op.getSymName(), funcType);
     func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
-    int32_t threads = config.getWarps() * 32;
+    int32_t threads = config.getWarps() * kWarpSize;
     func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                   rewriter.getDenseI32ArrayAttr({threads, 1, 1}));
     func->setAttr(kConfigAttrName, config);
@@ -84,6 +88,36 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
         tensor(kParamV, kParamSeqlenK, kParamHeadsKV, kParamFirstStride + 6),
         tensor(kParamO, kParamSeqlenQ, kParamHeadsQ, kParamFirstStride + 9),
         lse};
+    // Extra arguments: a tensor becomes a standard memref descriptor of its
+    // pointer, extents and strides; a scalar is its parameter.
+    unsigned next = kNumFixedKernelParams;
+    for (BlockArgument extra : op.getExtraArgs()) {
+      auto memref = dyn_cast<MemRefType>(extra.getType());
+      if (!memref) {
+        tensors.push_back(arg(next++));
+        continue;
+      }
+      int64_t rank = memref.getRank();
+      Type i64 = rewriter.getI64Type();
+      auto ptr = LLVM::LLVMPointerType::get(ctx, 1);
+      auto array = LLVM::LLVMArrayType::get(i64, rank);
+      auto descType =
+          rank ? LLVM::LLVMStructType::getLiteral(ctx,
+                                                  {ptr, ptr, i64, array, array})
+               : LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64});
+      MemRefDescriptor desc = MemRefDescriptor::poison(rewriter, loc, descType);
+      Value data = arg(next++);
+      desc.setAllocatedPtr(rewriter, loc, data);
+      desc.setAlignedPtr(rewriter, loc, data);
+      desc.setConstantOffset(rewriter, loc, 0);
+      for (int64_t d = 0; d < rank; ++d)
+        desc.setSize(rewriter, loc, d, arg(next + d));
+      for (int64_t d = 0; d < rank; ++d)
+        desc.setStride(rewriter, loc, d, arg(next + rank + d));
+      next += 2 * rank;
+      tensors.push_back(desc);
+    }
+    assert(next == abi.size() && "every parameter is consumed");
 
     rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
                                tensors);
@@ -104,6 +138,9 @@ struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Emitter e(rewriter, op.getLoc());
     Type i32 = rewriter.getI32Type();
+    // The axes of getKernelGrid.
+    static_assert(kGridAxisMBlock == 0 && kGridAxisHead == 1 &&
+                  kGridAxisBatch == 2);
     Value mBlock = NVVM::BlockIdXOp::create(rewriter, op.getLoc(), i32);
     Value head = NVVM::BlockIdYOp::create(rewriter, op.getLoc(), i32);
     Value batch = NVVM::BlockIdZOp::create(rewriter, op.getLoc(), i32);

@@ -14,51 +14,6 @@ using namespace flashtile::attn::lowering;
 // Kernel ABI and fragment layout
 //===----------------------------------------------------------------------===//
 
-ArrayRef<KernelParam> flashtile::getKernelParams() {
-  static const KernelParam params[] = {
-      {"q", ParamKind::Ptr},
-      {"k", ParamKind::Ptr},
-      {"v", ParamKind::Ptr},
-      {"o", ParamKind::Ptr},
-      {"lse", ParamKind::Ptr},
-      {"seqlen_q", ParamKind::I32},
-      {"seqlen_k", ParamKind::I32},
-      {"heads_q", ParamKind::I32},
-      {"heads_kv", ParamKind::I32},
-      {"q_stride_batch", ParamKind::I64},
-      {"q_stride_seq", ParamKind::I64},
-      {"q_stride_head", ParamKind::I64},
-      {"k_stride_batch", ParamKind::I64},
-      {"k_stride_seq", ParamKind::I64},
-      {"k_stride_head", ParamKind::I64},
-      {"v_stride_batch", ParamKind::I64},
-      {"v_stride_seq", ParamKind::I64},
-      {"v_stride_head", ParamKind::I64},
-      {"o_stride_batch", ParamKind::I64},
-      {"o_stride_seq", ParamKind::I64},
-      {"o_stride_head", ParamKind::I64},
-      {"lse_stride_batch", ParamKind::I64},
-      {"lse_stride_head", ParamKind::I64},
-      {"softmax_scale", ParamKind::F32},
-  };
-  static_assert(std::size(params) == kNumKernelParams,
-                "KernelParamIndex and the parameter list disagree");
-  return params;
-}
-
-StringRef flashtile::stringifyParamKind(ParamKind kind) {
-  switch (kind) {
-  case ParamKind::Ptr:
-    return "ptr";
-  case ParamKind::I32:
-    return "i32";
-  case ParamKind::I64:
-    return "i64";
-  case ParamKind::F32:
-    return "f32";
-  }
-  llvm_unreachable("unknown parameter kind");
-}
 
 int64_t FragmentLayout::numValues(FragType type) const {
   ArrayRef<int64_t> shape = type.getShape();
@@ -237,8 +192,8 @@ ThreadCoords ThreadCoords::get(Emitter &e) {
   OpBuilder &b = e.builder();
   ThreadCoords c;
   c.tid = NVVM::ThreadIdXOp::create(b, e.location(), b.getI32Type());
-  c.warp = e.udiv(c.tid, 32);
-  c.lane = e.urem(c.tid, 32);
+  c.warp = e.udiv(c.tid, kWarpSize);
+  c.lane = e.urem(c.tid, kWarpSize);
   c.g = e.udiv(c.lane, 4);
   c.t = e.urem(c.lane, 4);
   return c;

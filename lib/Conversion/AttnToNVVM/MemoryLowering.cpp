@@ -45,7 +45,7 @@ struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
     Location loc = op.getLoc();
     MemRefType dstType = op.getDst().getType();
     int64_t rows = dstType.getDimSize(1), cols = dstType.getDimSize(2);
-    int64_t threads = config.getWarps() * 32;
+    int64_t threads = config.getWarps() * kWarpSize;
 
     Emitter e(rewriter, loc);
     Value tile = adaptor.getTile();

@@ -1,32 +1,35 @@
-//===- KernelABI.h - The parameter list of compiled kernels -----*- C++ -*-===//
+//===- KernelABI.h - The interface of a compiled kernel ---------*- C++ -*-===//
 //
-// The one definition of a compiled kernel's parameters, in order. The
-// lowering builds the kernel's signature from it and the metadata writer
-// lists it, so the runtimes pack parameters by the metadata rather than by a
-// copy of this list.
+// The one derivation of a compiled kernel's interface from its `attn.kernel`
+// op: its parameters in order, its user-facing arguments with their shape
+// and layout rules, the named run-time sizes, the checks a launch must pass
+// and the grid. The lowering builds the kernel's signature and reads the
+// grid from here; the compiler writes the same facts into the launch plan
+// (flashtile/Runtime/LaunchPlan.h), which the runtime packs from. Nothing
+// else lists parameters.
 //
 // Q, K, V, O are (batch, seq, heads, dim) with dim contiguous; LSE is
 // (batch, heads, seq) with seq contiguous. Strides are in elements. The
 // grid is (ceil(seqlen_q / tile_m), heads_q, batch).
+//
+// Extra tensor arguments pass their pointer, then their extent and stride
+// (elements) per dimension, as i64; extra scalars pass their value. They
+// follow the softmax scale, in the kernel's order.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 #define FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringRef.h"
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Runtime/LaunchPlan.h"
+
+#include <array>
+#include <vector>
 
 namespace flashtile {
 
-enum class ParamKind { Ptr, I32, I64, F32 };
-
-struct KernelParam {
-  llvm::StringRef name;
-  ParamKind kind;
-};
-
-/// Indices into the parameter list.
+/// Indices into the fixed prefix of the parameter list.
 enum KernelParamIndex : unsigned {
   kParamQ = 0,
   kParamK,
@@ -42,14 +45,23 @@ enum KernelParamIndex : unsigned {
   kParamLseStrideBatch = kParamFirstStride + 12,
   kParamLseStrideHead,
   kParamSoftmaxScale,
-  kNumKernelParams,
+  /// The first parameter of the extra arguments.
+  kNumFixedKernelParams,
 };
 
-/// The parameters, in order.
-llvm::ArrayRef<KernelParam> getKernelParams();
+/// The grid axis that carries each coordinate of a block.
+enum GridAxis : unsigned { kGridAxisMBlock = 0, kGridAxisHead, kGridAxisBatch };
 
-/// "ptr", "i32", "i64", "f32".
-llvm::StringRef stringifyParamKind(ParamKind kind);
+/// The kernel's parameters, in order: the fixed prefix, then the extra
+/// arguments'.
+std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
+
+/// The grid, per axis of GridAxis, over the named sizes. `kernel` must have
+/// a config.
+std::array<plan::Expr, 3> getKernelGrid(attn::KernelOp kernel);
+
+/// Fills `plan`'s arguments, sizes and checks from `kernel`.
+void describeKernelArguments(attn::KernelOp kernel, plan::LaunchPlan &plan);
 
 } // namespace flashtile
 

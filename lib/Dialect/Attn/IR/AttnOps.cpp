@@ -9,6 +9,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 #include <cmath>
 
@@ -20,18 +23,53 @@ using namespace flashtile::attn;
 #include "flashtile/Dialect/Attn/IR/AttnOps.cpp.inc"
 
 static constexpr int64_t kMaxHeadDim = 256;
+/// Head dims are whole groups of 16-byte chunks that the swizzle permutes
+/// and whole 16-wide mma k-steps: 32 elements of f16/bf16.
+static constexpr int64_t kHeadDimGranule = 32;
 
-/// The head-dim rule of the sm80 path: rows of 16-byte cp.async chunks.
+std::optional<std::string> attn::explainUnsupportedHeadDim(int64_t dim) {
+  if (dim > 0 && dim % kHeadDimGranule == 0 && dim <= kMaxHeadDim)
+    return std::nullopt;
+  return llvm::formatv("it must be a multiple of {0} from {0} to {1} (the sm80 "
+                       "path moves rows in swizzled groups of four 16-byte "
+                       "chunks)",
+                       kHeadDimGranule, kMaxHeadDim)
+      .str();
+}
+
+/// The PTX identifier rule (PTX ISA, "Identifiers"), restricted to C
+/// identifiers so that the name also works as a C symbol and a file stem.
+std::optional<std::string> attn::explainInvalidKernelName(StringRef name) {
+  constexpr size_t kMaxLength = 256;
+  if (name.empty())
+    return std::string("it is empty");
+  if (name.size() > kMaxLength)
+    return llvm::formatv("it has {0} characters, at most {1} are allowed",
+                         name.size(), kMaxLength)
+        .str();
+  if (name.starts_with("__flashtile"))
+    return std::string("names starting with '__flashtile' are reserved for "
+                       "the compiler's own symbols");
+  if (!llvm::isAlpha(name[0]) && name[0] != '_')
+    return std::string("it must start with a letter or '_'");
+  for (char c : name)
+    if (!llvm::isAlnum(c) && c != '_')
+      return llvm::formatv("character '{0}' is not allowed: use letters, "
+                           "digits and '_'",
+                           llvm::isPrint(c) ? std::string(1, c)
+                                            : llvm::utohexstr(uint8_t(c)))
+          .str();
+  return std::nullopt;
+}
+
+/// The head-dim rule, as a verifier error.
 static LogicalResult verifyHeadDim(Operation *op, StringRef what,
                                    int64_t dim) {
   if (ShapedType::isDynamic(dim))
     return op->emitOpError() << what << " must be static";
-  if (dim <= 0 || dim % 8 != 0 || dim > kMaxHeadDim)
-    return op->emitOpError()
-           << what << " = " << dim
-           << " is not supported: it must be a multiple of 8 (one 16-byte "
-              "copy of f16/bf16) from 8 to "
-           << kMaxHeadDim;
+  if (std::optional<std::string> why = attn::explainUnsupportedHeadDim(dim))
+    return op->emitOpError() << what << " = " << dim << " is not supported: "
+                             << *why;
   return success();
 }
 
@@ -48,16 +86,99 @@ static bool hasContiguousLastDim(MemRefType type) {
 // KernelOp
 //===----------------------------------------------------------------------===//
 
+/// Names the launch plan gives to the kernel's own arguments and sizes; an
+/// extra argument may not take one.
+static const char *const kReservedArgNames[] = {
+    "q",     "k",        "v",        "o",       "lse", "softmax_scale",
+    "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv"};
+
+StringRef KernelOp::getExtraArgName(unsigned i) {
+  return cast<StringAttr>((*getArgNames())[i]).getValue();
+}
+
+ProblemAttr KernelOp::getProblemInfo() {
+  auto attentions = getBodyBlock().getOps<AttentionOp>();
+  if (attentions.empty())
+    return getProblemAttr();
+  AttentionOp attention = *attentions.begin();
+  auto [left, right] = attention.getEffectiveWindow();
+  Builder b(getContext());
+  return ProblemAttr::get(getContext(), attention.getCausal(), left, right,
+                          b.getF32FloatAttr(attention.getScale()));
+}
+
+/// Extra arguments: tensors of any rank and the listed element types, or
+/// scalars; each named by `arg_names`.
+static LogicalResult verifyExtraArgs(KernelOp op) {
+  auto extras = op.getExtraArgs();
+  ArrayAttr names = op.getArgNamesAttr();
+  size_t numNames = names ? names.size() : 0;
+  if (numNames != extras.size())
+    return op.emitOpError() << "has " << extras.size()
+                            << " extra argument(s) after LSE but arg_names "
+                               "lists "
+                            << numNames << "; name each extra argument";
+  llvm::StringSet<> seen;
+  for (auto [i, arg] : llvm::enumerate(extras)) {
+    StringRef name = op.getExtraArgName(i);
+    unsigned position = KernelOp::kNumTensors + i;
+    if (std::optional<std::string> why = attn::explainInvalidKernelName(name))
+      return op.emitOpError() << "extra argument #" << position << " name '"
+                              << name << "' is invalid: " << *why;
+    if (llvm::is_contained(kReservedArgNames, name))
+      return op.emitOpError() << "extra argument #" << position << " name '"
+                              << name << "' is taken by the kernel's own "
+                                         "arguments and sizes";
+    if (!seen.insert(name).second)
+      return op.emitOpError() << "extra argument name '" << name
+                              << "' is used twice";
+    Type type = arg.getType();
+    if (auto memref = dyn_cast<MemRefType>(type)) {
+      Type elt = memref.getElementType();
+      if (!elt.isF16() && !elt.isBF16() && !elt.isF32() &&
+          !elt.isInteger(32) && !elt.isInteger(64))
+        return op.emitOpError()
+               << "extra tensor '" << name << "' has element type " << elt
+               << "; supported: f16, bf16, f32, i32, i64";
+      if (memref.getMemorySpace())
+        return op.emitOpError() << "extra tensor '" << name
+                                << "' must be in global memory, got " << type;
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (failed(memref.getStridesAndOffset(strides, offset)) ||
+          offset != 0)
+        return op.emitOpError() << "extra tensor '" << name
+                                << "' must have a strided layout with offset "
+                                   "0, got "
+                                << type;
+      continue;
+    }
+    if (type.isInteger(32) || type.isInteger(64) || type.isF32())
+      continue;
+    return op.emitOpError() << "extra argument '" << name << "' has type "
+                            << type
+                            << "; supported: memref (tensor) or i32, i64, f32 "
+                               "(scalar)";
+  }
+  return success();
+}
+
 LogicalResult KernelOp::verify() {
+  if (std::optional<std::string> why = explainInvalidKernelName(getSymName()))
+    return emitOpError() << "name '" << getSymName()
+                         << "' cannot be a kernel's PTX name: " << *why;
   Block &body = getBodyBlock();
   static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
-  if (body.getNumArguments() != kNumTensors)
+  if (body.getNumArguments() < kNumTensors)
     return emitOpError() << "expects " << kNumTensors
                          << " tensor arguments (Q, K, V, O, LSE), got "
                          << body.getNumArguments();
+  if (failed(verifyExtraArgs(*this)))
+    return failure();
 
   SmallVector<MemRefType> types;
-  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+  for (auto [i, arg] :
+       llvm::enumerate(body.getArguments().take_front(kNumTensors))) {
     auto type = dyn_cast<MemRefType>(arg.getType());
     unsigned rank = i == 4 ? 3 : 4;
     if (!type || type.getRank() != rank)
@@ -146,10 +267,12 @@ LogicalResult AttentionOp::verify() {
                            << names[i] << " argument";
 
   int64_t left = getWindowLeft(), right = getWindowRight();
-  if (left < -1 || right < -1)
+  if (left < -1 || right < -1 || left > kMaxSequenceExtent ||
+      right > kMaxSequenceExtent)
     return emitOpError() << "window (" << left << ", " << right
                          << ") is invalid: each side is -1 (unbounded) or a "
-                            "number of keys >= 0";
+                            "number of keys from 0 to "
+                         << kMaxSequenceExtent;
   if (getCausal() && right > 0)
     return emitOpError() << "causal conflicts with window_right = " << right
                          << ": causal means window_right = 0";

@@ -230,6 +230,8 @@ LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {
   OpBuilder b(attention);
   TileProgramBuilder builder{b, attention.getLoc(), kernel, attention, config};
   builder.build();
+  // What the attention said outlives it, on the kernel.
+  kernel.setProblemAttr(kernel.getProblemInfo());
   attention.erase();
   kernel.setConfigAttr(config);
   return success();

@@ -61,16 +61,12 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
     return;
   }
 
-  int64_t threads = warps * 32;
-  // Registers are granted per thread in multiples of 8 and per warp in
-  // multiples of 256.
-  int64_t regsPerWarp =
-      llvm::alignTo(llvm::alignTo(c.estimatedRegs, 8) * 32, 256);
-  c.blocksBySmem = blocksPerSMBySmem(arch, c.smemBytes);
-  c.blocksByRegs = arch.regsPerSM / (regsPerWarp * warps);
-  c.blocksByThreads = arch.maxThreadsPerSM / threads;
-  c.blocksPerSM = std::min({c.blocksBySmem, c.blocksByRegs, c.blocksByThreads,
-                            arch.maxBlocksPerSM});
+  Occupancy occupancy =
+      computeOccupancy(arch, warps, c.estimatedRegs, c.smemBytes);
+  c.blocksBySmem = occupancy.bySharedMemory;
+  c.blocksByRegs = occupancy.byRegisters;
+  c.blocksByThreads = occupancy.byThreads;
+  c.blocksPerSM = occupancy.blocks;
   c.residentWarps = c.blocksPerSM * warps;
   if (c.blocksPerSM == 0) {
     c.rejection = "no block fits on an SM";
@@ -207,6 +203,25 @@ struct AttnSelectConfigPass
     KernelOp kernel = getOperation();
     if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
       return signalPassFailure();
+    // Options are user input: 0 (or -1 for q-in-regs) means "search", any
+    // other value must be a real pin.
+    for (auto [name, value] : {std::pair<StringRef, int64_t>{"tile-m", tileM},
+                               {"tile-n", tileN},
+                               {"stages", stages},
+                               {"warps", warps}})
+      if (value < 0) {
+        kernel.emitError() << "attn-select-config option " << name
+                           << " = " << value
+                           << " is invalid: give a positive value, or 0 to "
+                              "search";
+        return signalPassFailure();
+      }
+    if (qInRegs < -1 || qInRegs > 1) {
+      kernel.emitError() << "attn-select-config option q-in-regs = "
+                         << int(qInRegs)
+                         << " is invalid: give 0 or 1, or -1 to search";
+      return signalPassFailure();
+    }
     if (kernel.getConfigAttr())
       return;
 

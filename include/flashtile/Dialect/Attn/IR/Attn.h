@@ -45,6 +45,18 @@ mlir::LogicalResult checkCodePathImplemented(mlir::Operation *op,
 std::optional<std::string> explainInvalidConfig(int64_t tileM, int64_t tileN,
                                                 int64_t stages, int64_t warps);
 
+/// The head-dim rule of the sm80 path, asked by the kernel verifier, config
+/// selection and the lowering alike: why `dim` cannot be a head dim, or
+/// nullopt when it can.
+std::optional<std::string> explainUnsupportedHeadDim(int64_t dim);
+
+/// Why `name` cannot be a kernel's symbol (its PTX entry name), or nullopt.
+std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
+
+/// The largest window side (keys) and sequence length the kernels take: the
+/// kernel's index arithmetic is 32-bit.
+constexpr int64_t kMaxSequenceExtent = (int64_t(1) << 31) - 1;
+
 } // namespace flashtile::attn
 
 #endif // FLASHTILE_DIALECT_ATTN_IR_ATTN_H

@@ -71,6 +71,29 @@ def Attn_ConfigAttr : AttrDef<Attn_Dialect, "Config"> {
 }
 
 //===----------------------------------------------------------------------===//
+// #attn.problem
+//===----------------------------------------------------------------------===//
+
+def Attn_ProblemAttr : AttrDef<Attn_Dialect, "Problem"> {
+  let mnemonic = "problem";
+  let summary = "What an expanded kernel computes: its mask and softmax scale";
+  let description = [{
+    `attn-expand-to-tiles` replaces the `attn.attention` op by a tile program
+    and records on the kernel what that op said, so that the tile-level
+    kernel still answers "what does this compute" (for the launch plan, the
+    report and later passes) without a snapshot on the side. The window is
+    the effective one: causal is `window_right = 0`; -1 is unbounded.
+
+    ```mlir
+    #attn.problem<causal = true, window_left = -1, window_right = 0, softmax_scale = 0.125 : f32>
+    ```
+  }];
+  let parameters = (ins "bool":$causal, "int64_t":$window_left,
+                        "int64_t":$window_right, "::mlir::FloatAttr":$softmax_scale);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
 // !attn.frag
 //===----------------------------------------------------------------------===//
 

@@ -43,6 +43,17 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     and every stride but the last is a run-time value too (a PyTorch
     (B, H, S, D) tensor is a transposed view of this layout).
 
+    Extra arguments may follow LSE, for the variant hooks to read: tensors
+    (memrefs of any rank, f16/bf16/f32/i32/i64, any strides) and scalars
+    (i32, i64, f32). `arg_names` names them, in order; the names are C
+    identifiers and become the launch plan's argument names, so they may not
+    repeat or take a name the plan already uses (q, k, v, o, lse,
+    softmax_scale and the size names batch, seqlen_q, seqlen_k, heads_q,
+    heads_kv).
+
+    The symbol is the kernel's name in PTX: a C identifier of at most 256
+    characters that does not start with the reserved prefix `__flashtile`.
+
     `arch` names the chip. `config` is the tile configuration, set by
     `attn-select-config` when absent. `smem_bytes` is written by
     `attn-allocate-shared-memory`.
@@ -61,7 +72,9 @@ def Attn_KernelOp : Attn_Op<"kernel", [
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_ArchAttr:$arch,
                        OptionalAttr<Attn_ConfigAttr>:$config,
-                       OptionalAttr<I64Attr>:$smem_bytes);
+                       OptionalAttr<I64Attr>:$smem_bytes,
+                       OptionalAttr<StrArrayAttr>:$arg_names,
+                       OptionalAttr<Attn_ProblemAttr>:$problem);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `arch` `(` qualified($arch) `)`
@@ -75,7 +88,17 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     ::mlir::Value getO() { return getBody().getArgument(3); }
     ::mlir::Value getLse() { return getBody().getArgument(4); }
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// Q, K, V, O, LSE.
     static constexpr unsigned kNumTensors = 5;
+    /// The arguments after LSE.
+    ::mlir::Block::BlockArgListType getExtraArgs() {
+      return getBodyBlock().getArguments().drop_front(kNumTensors);
+    }
+    /// The name of extra argument `i` (0 is the first after LSE).
+    ::llvm::StringRef getExtraArgName(unsigned i);
+    /// What the kernel computes: the attn.attention's mask and scale at the
+    /// kernel level, the recorded `problem` at the tile level.
+    ProblemAttr getProblemInfo();
   }];
 }
 

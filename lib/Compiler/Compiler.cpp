@@ -1,0 +1,373 @@
+//===- Compiler.cpp - The compile API: kernel to artifacts ----------------===//
+
+#include "flashtile/Compiler/Compiler.h"
+
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+#include "flashtile/Conversion/Passes.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+void flashtile::registerCompilerDialects(MLIRContext &ctx) {
+  ctx.loadDialect<AttnDialect, arith::ArithDialect, math::MathDialect,
+                  memref::MemRefDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect>();
+}
+
+KernelOp CompiledKernel::getTileKernel() const {
+  return *tileModule.get().getOps<KernelOp>().begin();
+}
+
+std::string CompiledKernel::printTileIR() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  tileModule.get().print(os);
+  os << "\n";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+static bool isFullyPinned(const ConfigOverrides &pins) {
+  return pins.tileM && pins.tileN && pins.stages && pins.warps && pins.qInRegs;
+}
+
+static AttnSelectConfigOptions toPassOptions(const ConfigOverrides &pins) {
+  AttnSelectConfigOptions options;
+  options.tileM = pins.tileM.value_or(0);
+  options.tileN = pins.tileN.value_or(0);
+  options.stages = pins.stages.value_or(0);
+  options.warps = pins.warps.value_or(0);
+  options.qInRegs = pins.qInRegs ? int(*pins.qInRegs) : -1;
+  return options;
+}
+
+static void addTilePasses(OpPassManager &kernelPm,
+                          const AttnSelectConfigOptions &options) {
+  kernelPm.addPass(createAttnSelectConfig(options));
+  kernelPm.addPass(createAttnExpandToTiles());
+  kernelPm.addPass(createAttnAllocateSharedMemory());
+  kernelPm.addPass(createAttnInsertBarriers());
+}
+
+LogicalResult flashtile::runTilePipeline(ModuleOp module,
+                                         const ConfigOverrides &pins) {
+  if (isFullyPinned(pins)) {
+    // An explicit config is taken as is: the allocator is its judge.
+    for (KernelOp kernel : module.getOps<KernelOp>()) {
+      ConfigAttr config = ConfigAttr::getChecked(
+          [&] { return kernel.emitError() << "invalid config: "; },
+          module.getContext(), *pins.tileM, *pins.tileN, *pins.stages,
+          *pins.warps, *pins.qInRegs);
+      if (!config)
+        return failure();
+      kernel.setConfigAttr(config);
+    }
+  }
+  PassManager pm(module.getContext());
+  addTilePasses(pm.nest<KernelOp>(), toPassOptions(pins));
+  return pm.run(module);
+}
+
+namespace {
+/// The options of the `attn-to-tiles` and `attn-to-nvvm` pipelines: the
+/// config pins of attn-select-config.
+struct TilePipelineOptions
+    : public PassPipelineOptions<TilePipelineOptions> {
+  Option<int64_t> tileM{*this, "tile-m", llvm::cl::desc("Pin tile_m (0: search)"),
+                        llvm::cl::init(0)};
+  Option<int64_t> tileN{*this, "tile-n", llvm::cl::desc("Pin tile_n (0: search)"),
+                        llvm::cl::init(0)};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Pin stages (0: search)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> warps{*this, "warps", llvm::cl::desc("Pin warps (0: search)"),
+                        llvm::cl::init(0)};
+  Option<int> qInRegs{*this, "q-in-regs",
+                      llvm::cl::desc("Pin q_in_regs: 0 or 1 (-1: search)"),
+                      llvm::cl::init(-1)};
+
+  AttnSelectConfigOptions toSelectOptions() const {
+    AttnSelectConfigOptions options;
+    options.tileM = tileM;
+    options.tileN = tileN;
+    options.stages = stages;
+    options.warps = warps;
+    options.qInRegs = qInRegs;
+    return options;
+  }
+};
+} // namespace
+
+void flashtile::registerPipelines() {
+  PassPipelineRegistration<TilePipelineOptions>(
+      "attn-to-tiles",
+      "Kernel-level attn.kernel to an allocated tile program: "
+      "attn-select-config, attn-expand-to-tiles, "
+      "attn-allocate-shared-memory, attn-insert-barriers",
+      [](OpPassManager &pm, const TilePipelineOptions &options) {
+        addTilePasses(pm, options.toSelectOptions());
+      });
+  PassPipelineRegistration<TilePipelineOptions>(
+      "attn-to-nvvm",
+      "Kernel-level module to the LLVM + NVVM dialects: attn-to-tiles on "
+      "every attn.kernel, then convert-attn-to-nvvm",
+      [](OpPassManager &pm, const TilePipelineOptions &options) {
+        addTilePasses(pm.nest<KernelOp>(), options.toSelectOptions());
+        pm.addPass(createConvertAttnToNVVM());
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// The launch plan
+//===----------------------------------------------------------------------===//
+
+/// What the kernel computes and how it is tiled, for people and tools: the
+/// plan's informative `info` object.
+static std::string getInfoJson(KernelOp kernel) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  ProblemAttr problem = kernel.getProblemInfo();
+  ConfigAttr c = kernel.getConfigAttr();
+  auto qType = cast<MemRefType>(kernel.getQ().getType());
+  std::string dtype;
+  llvm::raw_string_ostream(dtype) << qType.getElementType();
+  llvm::json::Object info{
+      {"dtype", dtype},
+      {"head_dim", qType.getDimSize(3)},
+      {"head_dim_v", cast<MemRefType>(kernel.getV().getType()).getDimSize(3)},
+      {"causal", problem.getCausal()},
+      {"window", llvm::json::Array{problem.getWindowLeft(),
+                                   problem.getWindowRight()}},
+      {"softmax_scale", problem.getSoftmaxScale().getValueAsDouble()},
+      {"config", llvm::json::Object{{"tile_m", c.getTileM()},
+                                    {"tile_n", c.getTileN()},
+                                    {"stages", c.getStages()},
+                                    {"warps", c.getWarps()},
+                                    {"q_in_regs", c.getQInRegs()}}},
+      {"smem_bytes", *kernel.getSmemBytes()},
+      {"smem_limit_bytes", arch.smemPerBlock},
+  };
+  return llvm::formatv("{0}", llvm::json::Value(std::move(info))).str();
+}
+
+static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
+                                        StringRef cubinFile,
+                                        const CubinResult &cubin) {
+  const ArchInfo &arch = kernel.getArch().getInfo();
+  plan::LaunchPlan p;
+  p.name = kernel.getSymName().str();
+  p.arch = arch.name.str();
+  p.isa = isa.name.str();
+  p.codePath = stringifyCodePath(arch.codePath).str();
+  describeKernelArguments(kernel, p);
+  plan::Kernel k;
+  k.symbol = p.name;
+  k.cubin = cubinFile.str();
+  k.block[0] = kernel.getConfigAttr().getWarps() * kWarpSize;
+  k.dynamicSmemBytes = *kernel.getSmemBytes();
+  std::array<plan::Expr, 3> grid = getKernelGrid(kernel);
+  for (int i = 0; i < 3; ++i)
+    k.grid[i] = grid[i];
+  k.params = getKernelParams(kernel);
+  k.registers = cubin.registers;
+  k.spillStores = cubin.spillStores;
+  k.spillLoads = cubin.spillLoads;
+  p.kernels.push_back(std::move(k));
+  p.infoJson = getInfoJson(kernel);
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// compile()
+//===----------------------------------------------------------------------===//
+
+static bool spills(const CubinResult &cubin) {
+  return cubin.spillStores.value_or(0) > 0 || cubin.spillLoads.value_or(0) > 0;
+}
+
+namespace {
+/// One compile of one kernel-level module, stage by stage.
+class KernelCompiler {
+public:
+  KernelCompiler(const CompileOptions &options) : options(options) {}
+
+  /// Compiles a clone of `module` with `pins`.
+  FailureOr<CompiledKernel> run(ModuleOp module, const ConfigOverrides &pins,
+                                StringRef ptxas);
+
+  const CompileOptions &options;
+};
+} // namespace
+
+FailureOr<CompiledKernel> KernelCompiler::run(ModuleOp module,
+                                              const ConfigOverrides &pins,
+                                              StringRef ptxas) {
+  CompiledKernel result;
+  result.tileModule = module.clone();
+  ModuleOp work = *result.tileModule;
+  KernelOp kernel = *work.getOps<KernelOp>().begin();
+  result.name = kernel.getSymName().str();
+  result.arch = &kernel.getArch().getInfo();
+  result.isa = options.isa ? &getArchInfo(*options.isa) : result.arch;
+  if (failed(runTilePipeline(work, pins)))
+    return failure();
+  if (options.stopAfter == CompileStage::Tile)
+    return result;
+
+  // Lower a copy: the tile module stays readable for reports and plans.
+  OwningOpRef<ModuleOp> lowered = work.clone();
+  PassManager lower(work.getContext());
+  lower.addPass(createConvertAttnToNVVM());
+  if (failed(lower.run(*lowered)))
+    return failure();
+  if (options.stopAfter == CompileStage::Nvvm) {
+    llvm::raw_string_ostream os(result.nvvmIR);
+    lowered->print(os);
+    os << "\n";
+    return result;
+  }
+  FailureOr<std::string> ptx = emitPTX(*lowered, *result.isa, &result.llvmIR);
+  if (failed(ptx))
+    return failure();
+  result.ptx = std::move(*ptx);
+  if (options.stopAfter != CompileStage::Cubin)
+    return result;
+
+  FailureOr<CubinResult> cubin =
+      assembleCubin(ptxas, result.ptx, *result.isa, kernel.getLoc(),
+                    options.ptxasTimeoutSeconds);
+  if (failed(cubin))
+    return failure();
+  result.cubin = std::move(*cubin);
+  KernelOp tile = result.getTileKernel();
+  if (result.cubin->registers)
+    result.occupancy = computeOccupancy(
+        *result.arch, tile.getConfigAttr().getWarps(),
+        *result.cubin->registers, *tile.getSmemBytes());
+  std::string cubinFile = options.cubinFileName.empty()
+                              ? result.name + ".cubin"
+                              : options.cubinFileName;
+  result.launchPlan =
+      buildLaunchPlan(tile, *result.isa, cubinFile, *result.cubin);
+  return result;
+}
+
+/// The ptxas feedback loop: the cost model's register estimate is a model,
+/// ptxas is the truth. When the searched config spills, compile the next
+/// feasible candidates in rank order whose register estimate is below that
+/// of every candidate seen spilling (at most `kMaxTries`), and take the first
+/// without spills. Diagnostics of candidates that fail are not the user's
+/// concern.
+static void avoidSpills(KernelCompiler &compiler, ModuleOp kernelLevel,
+                        const ConfigOverrides &pins, StringRef ptxas,
+                        CompiledKernel &build) {
+  constexpr int kMaxTries = 4;
+  ConfigAttr chosen = build.getTileKernel().getConfigAttr();
+  std::string spilled = llvm::formatv(
+      "{0}x{1} st{2} w{3} q_in_regs={4} spilled {5} B", chosen.getTileM(),
+      chosen.getTileN(), chosen.getStages(), chosen.getWarps(),
+      chosen.getQInRegs() ? "true" : "false",
+      build.cubin->spillStores.value_or(0));
+  KernelOp original = *kernelLevel.getOps<KernelOp>().begin();
+  SmallVector<ConfigCandidate> ranked = rankConfigs(original, pins);
+  int64_t ceiling = std::numeric_limits<int64_t>::max();
+  for (const ConfigCandidate &candidate : ranked)
+    if (candidate.config == chosen)
+      ceiling = candidate.estimatedRegs;
+  int tries = 0;
+  for (const ConfigCandidate &candidate : ranked) {
+    if (!candidate.isFeasible() || candidate.estimatedRegs >= ceiling)
+      continue;
+    if (++tries > kMaxTries)
+      break;
+    ScopedDiagnosticHandler quiet(kernelLevel.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    ConfigAttr c = candidate.config;
+    ConfigOverrides exact{c.getTileM(), c.getTileN(), c.getStages(),
+                          c.getWarps(), c.getQInRegs()};
+    FailureOr<CompiledKernel> alternative =
+        compiler.run(kernelLevel, exact, ptxas);
+    if (failed(alternative))
+      continue;
+    if (spills(*alternative->cubin)) {
+      ceiling = candidate.estimatedRegs;
+      continue;
+    }
+    build = std::move(*alternative);
+    build.fallbackNote =
+        spilled + "; took the next-ranked candidate without spills";
+    return;
+  }
+  build.fallbackNote = spilled + "; no other candidate avoided spills";
+}
+
+FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
+                                             const CompileOptions &options) {
+  SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
+  if (kernels.size() != 1)
+    return emitError(module.getLoc())
+           << "the compile API takes one attn.kernel, the input has "
+           << kernels.size();
+  KernelOp kernel = kernels.front();
+  if (kernel.getBodyBlock().getOps<AttentionOp>().empty())
+    return kernel.emitError() << "the compiler expects a kernel-level "
+                                 "attn.kernel (holding an attn.attention)";
+  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+    return failure();
+  if (options.isa) {
+    const ArchInfo &isa = getArchInfo(*options.isa);
+    CodePath path = kernel.getArch().getInfo().codePath;
+    if (!isaSupportsCodePath(isa, path))
+      return kernel.emitError()
+             << "ISA " << isa.name << " lacks the instructions of the "
+             << stringifyCodePath(path) << " code path (cp.async, ldmatrix, "
+             << "bf16 mma.sync.m16n8k16); use one of "
+             << archNamesWithCodePath(path) << ", or sm_90/sm_100";
+  }
+
+  std::string ptxas;
+  if (options.stopAfter == CompileStage::Cubin) {
+    FailureOr<std::string> found = findPtxas(options.ptxasPath, kernel.getLoc());
+    if (failed(found))
+      return failure();
+    ptxas = *found;
+  }
+
+  KernelCompiler compiler(options);
+  FailureOr<CompiledKernel> build = compiler.run(module, options.pins, ptxas);
+  if (failed(build))
+    return failure();
+  bool searched = !isFullyPinned(options.pins) && !kernel.getConfigAttr();
+  if (options.stopAfter == CompileStage::Cubin && searched &&
+      options.spillFallback && spills(*build->cubin))
+    avoidSpills(compiler, module, options.pins, ptxas, *build);
+  return build;
+}
+
+FailureOr<CompiledKernel> flashtile::compile(MLIRContext &ctx,
+                                             const dsl::AttentionSpec &spec,
+                                             const CompileOptions &options) {
+  registerCompilerDialects(ctx);
+  Location loc = NameLoc::get(StringAttr::get(&ctx, "spec:" + spec.name));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  if (failed(dsl::buildAttentionKernel(*module, spec, loc)))
+    return failure();
+  return compile(*module, options);
+}

@@ -1,0 +1,194 @@
+//===- KernelABI.cpp - The interface of a compiled kernel -----------------===//
+
+#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using plan::Expr;
+using plan::ParamSource;
+using plan::ParamType;
+
+/// Bytes one cp.async moves: the alignment of Q, K, V, O rows.
+static constexpr int64_t kCopyChunkBytes = 16;
+
+static plan::DType toPlanDType(Type type) {
+  if (type.isF16())
+    return plan::DType::F16;
+  if (type.isBF16())
+    return plan::DType::BF16;
+  if (type.isF32())
+    return plan::DType::F32;
+  if (type.isInteger(32))
+    return plan::DType::I32;
+  assert(type.isInteger(64) && "the kernel verifier limits element types");
+  return plan::DType::I64;
+}
+
+static plan::Param param(std::string name, ParamType type,
+                         ParamSource::Kind kind, std::string arg,
+                         int64_t index = 0) {
+  plan::Param p;
+  p.name = std::move(name);
+  p.type = type;
+  p.source.kind = kind;
+  p.source.arg = std::move(arg);
+  p.source.index = index;
+  return p;
+}
+
+static plan::Param sizeParam(std::string name) {
+  plan::Param p;
+  p.name = name;
+  p.type = ParamType::I32;
+  p.source.kind = ParamSource::Kind::Value;
+  p.source.value = Expr::named(std::move(name));
+  return p;
+}
+
+std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
+  using K = ParamSource::Kind;
+  std::vector<plan::Param> params;
+  for (const char *t : {"q", "k", "v", "o", "lse"})
+    params.push_back(param(t, ParamType::Ptr, K::Data, t));
+  for (const char *size : {"seqlen_q", "seqlen_k", "heads_q", "heads_kv"})
+    params.push_back(sizeParam(size));
+  static const char *const strideNames[] = {"batch", "seq", "head"};
+  for (const char *t : {"q", "k", "v", "o"})
+    for (int64_t i = 0; i < 3; ++i)
+      params.push_back(param(std::string(t) + "_stride_" + strideNames[i],
+                             ParamType::I64, K::Stride, t, i));
+  // LSE is (batch, heads, seq): its batch and head strides.
+  params.push_back(param("lse_stride_batch", ParamType::I64, K::Stride, "lse", 0));
+  params.push_back(param("lse_stride_head", ParamType::I64, K::Stride, "lse", 1));
+  params.push_back(
+      param("softmax_scale", ParamType::F32, K::Scalar, "softmax_scale"));
+  assert(params.size() == kNumFixedKernelParams &&
+         "KernelParamIndex and the parameter list disagree");
+
+  for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
+    std::string name = kernel.getExtraArgName(i).str();
+    if (auto memref = dyn_cast<MemRefType>(arg.getType())) {
+      params.push_back(param(name, ParamType::Ptr, K::Data, name));
+      for (int64_t d = 0; d < memref.getRank(); ++d)
+        params.push_back(param(name + "_size" + std::to_string(d),
+                               ParamType::I64, K::Dim, name, d));
+      for (int64_t d = 0; d < memref.getRank(); ++d)
+        params.push_back(param(name + "_stride" + std::to_string(d),
+                               ParamType::I64, K::Stride, name, d));
+      continue;
+    }
+    Type type = arg.getType();
+    ParamType ptype = type.isF32()       ? ParamType::F32
+                      : type.isInteger(32) ? ParamType::I32
+                                           : ParamType::I64;
+    params.push_back(param(name, ptype, K::Scalar, name));
+  }
+  return params;
+}
+
+std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
+  std::array<Expr, 3> grid;
+  grid[kGridAxisMBlock] =
+      Expr::ceilDiv(Expr::named("seqlen_q"),
+                    Expr::constant(kernel.getConfigAttr().getTileM()));
+  grid[kGridAxisHead] = Expr::named("heads_q");
+  grid[kGridAxisBatch] = Expr::named("batch");
+  return grid;
+}
+
+/// A (batch, seq, heads, dim) tensor of the kernel.
+static plan::Argument tensorArg(std::string name, plan::ArgRole role,
+                                MemRefType type, const char *seq,
+                                const char *heads) {
+  plan::Argument a;
+  a.name = std::move(name);
+  a.kind = plan::ArgKind::Tensor;
+  a.role = role;
+  a.dtype = toPlanDType(type.getElementType());
+  int64_t eltBytes = plan::getDTypeSize(a.dtype);
+  a.shape = {Expr::named("batch"), Expr::named(seq), Expr::named(heads),
+             Expr::constant(type.getDimSize(3))};
+  a.alignBytes = kCopyChunkBytes;
+  a.contiguousLastDim = true;
+  a.strideMultiple = kCopyChunkBytes / eltBytes;
+  return a;
+}
+
+void flashtile::describeKernelArguments(KernelOp kernel,
+                                        plan::LaunchPlan &plan) {
+  using plan::ArgRole;
+  auto memref = [](Value v) { return cast<MemRefType>(v.getType()); };
+  plan.arguments.push_back(tensorArg("q", ArgRole::Input, memref(kernel.getQ()),
+                                     "seqlen_q", "heads_q"));
+  plan.arguments.push_back(tensorArg("k", ArgRole::Input, memref(kernel.getK()),
+                                     "seqlen_k", "heads_kv"));
+  plan.arguments.push_back(tensorArg("v", ArgRole::Input, memref(kernel.getV()),
+                                     "seqlen_k", "heads_kv"));
+  plan.arguments.push_back(tensorArg("o", ArgRole::Output,
+                                     memref(kernel.getO()), "seqlen_q",
+                                     "heads_q"));
+  plan::Argument lse;
+  lse.name = "lse";
+  lse.role = ArgRole::Output;
+  lse.dtype = plan::DType::F32;
+  lse.shape = {Expr::named("batch"), Expr::named("heads_q"),
+               Expr::named("seqlen_q")};
+  lse.alignBytes = plan::getDTypeSize(lse.dtype);
+  lse.contiguousLastDim = true;
+  plan.arguments.push_back(lse);
+
+  for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
+    plan::Argument a;
+    a.name = kernel.getExtraArgName(i).str();
+    if (auto type = dyn_cast<MemRefType>(arg.getType())) {
+      a.kind = plan::ArgKind::Tensor;
+      a.dtype = toPlanDType(type.getElementType());
+      for (int64_t dim : type.getShape())
+        a.shape.push_back(ShapedType::isDynamic(dim)
+                              ? std::nullopt
+                              : std::optional<Expr>(Expr::constant(dim)));
+      a.alignBytes = plan::getDTypeSize(a.dtype);
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (succeeded(type.getStridesAndOffset(strides, offset)))
+        a.contiguousLastDim = !strides.empty() && strides.back() == 1;
+    } else {
+      a.kind = plan::ArgKind::Scalar;
+      a.dtype = toPlanDType(arg.getType());
+    }
+    plan.arguments.push_back(std::move(a));
+  }
+
+  plan::Argument scale;
+  scale.name = "softmax_scale";
+  scale.kind = plan::ArgKind::Scalar;
+  scale.dtype = plan::DType::F32;
+  scale.defaultValue =
+      kernel.getProblemInfo().getSoftmaxScale().getValueAsDouble();
+  plan.arguments.push_back(scale);
+
+  plan.sizes = {{"batch", "q", 0},
+                {"seqlen_q", "q", 1},
+                {"heads_q", "q", 2},
+                {"seqlen_k", "k", 1},
+                {"heads_kv", "k", 2}};
+  using Op = Expr::Op;
+  plan.checks.push_back(
+      {Expr::apply(Op::Ge, {Expr::named("heads_kv"), Expr::constant(1)}),
+       "K and V need at least one head"});
+  plan.checks.push_back(
+      {Expr::apply(Op::Eq, {Expr::apply(Op::Mod, {Expr::named("heads_q"),
+                                                 Expr::named("heads_kv")}),
+                            Expr::constant(0)}),
+       "heads_q must be a multiple of heads_kv (grouped-query attention)"});
+  plan.checks.push_back(
+      {Expr::apply(Op::Or, {Expr::apply(Op::Eq, {Expr::named("seqlen_q"),
+                                                Expr::constant(0)}),
+                            Expr::apply(Op::Ge, {Expr::named("seqlen_k"),
+                                                Expr::constant(1)})}),
+       "seqlen_k must be at least 1 when there are queries"});
+}
