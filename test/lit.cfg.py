@@ -10,7 +10,7 @@ config.name = "FlashTile"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs",
-                   "test_runtime.py", "__pycache__"]
+                   "Golden", "corpus", "__pycache__"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.flashtile_obj_root, "test")
@@ -49,3 +49,51 @@ if find_ptxas():
     config.available_features.add("ptxas")
 if os.environ.get("CUDA_HOME"):
     config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
+
+# The ptxas the golden cubins were made with (test/Compiler/Golden): cubins
+# are compared byte for byte only with that version.
+def ptxas_version(path):
+    import subprocess
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=60).stdout
+    except Exception:
+        return None
+    lines = [l for l in out.splitlines() if l.strip()]
+    return lines[-1].strip() if lines else None
+
+_ptxas = find_ptxas()
+if _ptxas:
+    golden = os.path.join(config.flashtile_src_root, "test", "Compiler",
+                          "Golden", "matrix.sha256")
+    with open(golden) as f:
+        first = f.readline().lstrip("#").strip()
+    if ptxas_version(_ptxas) == first:
+        config.available_features.add("golden-ptxas")
+
+# The run side: the Python package root of the build and the GPU check
+# program.
+config.substitutions.append(
+    ("%flashtile_python_path", os.path.join(config.flashtile_obj_root, "python_bindings")))
+config.substitutions.append(
+    ("%flashtile_run_check", os.path.join(config.flashtile_tools_dir, "flashtile-run-check")))
+
+# GPU tests need a CUDA driver with a device, and torch.
+import ctypes
+def has_cuda_gpu():
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+        and count.value > 0
+
+if has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
+try:
+    import importlib.util
+    if importlib.util.find_spec("torch") is not None:
+        config.available_features.add("torch")
+except Exception:
+    pass

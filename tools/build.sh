@@ -12,7 +12,8 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit >/dev/null
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DFLASHTILE_ENABLE_WERROR=ON -DFLASHTILE_ENABLE_ASSERTIONS=ON >/dev/null
 fi
 # Two cores: two jobs, and no more, so that the machine stays usable.
 ninja -C "$build" -j "${FLASHTILE_JOBS:-2}" | grep -v '^\[' || true

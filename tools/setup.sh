@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the compile-side toolchain on Debian 12 when it is missing:
-# LLVM/MLIR 22 (bookworm-security), ninja, ccache, GoogleTest (lit comes with LLVM).
+# LLVM/MLIR 22 (bookworm-security), ninja, ccache, GoogleTest (lit comes with
+# LLVM), nlohmann-json (the launch plan), pybind11 and Python headers (the
+# runtime's Python binding).
 # Quick (a few dpkg queries) when everything is already present.
 set -euo pipefail
 
 pkgs=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-      ninja-build ccache libgtest-dev)
+      ninja-build ccache libgtest-dev nlohmann-json3-dev pybind11-dev
+      python3-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -338,8 +338,8 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
       return kernel.emitError()
              << "ISA " << isa.name << " lacks the instructions of the "
              << stringifyCodePath(path) << " code path (cp.async, ldmatrix, "
-             << "bf16 mma.sync.m16n8k16); use one of "
-             << archNamesWithCodePath(path) << ", or sm_90/sm_100";
+             << "bf16 mma.sync.m16n8k16); use "
+             << archNamesWithCodePath(path) << " or sm_100";
   }
 
   std::string ptxas;

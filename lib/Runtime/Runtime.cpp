@@ -1,11 +1,9 @@
 //===- Runtime.cpp - Loading and launching FlashTile kernels --------------===//
 //
-// Three parts: a small strict JSON reader, the metadata schema on top of it,
-// and the kernel (argument checks, parameter packing, and the CUDA driver,
-// reached through dlopen so that no CUDA header or library is needed to
-// build or to load kernels). The run side must not depend on LLVM (the GPU
-// machines have none), which is why it reads JSON itself rather than with
-// llvm::json like the compiler.
+// Three parts: the CUDA driver (reached through dlopen, so that no CUDA
+// header or library is needed to build or to load kernels), the argument
+// checks and parameter packing (pure functions of the plan and the argument
+// descriptions, testable without a GPU), and the launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -25,7 +23,15 @@
 #include <sstream>
 #include <utility>
 
+using namespace flashtile;
 using namespace flashtile::runtime;
+using plan::ArgKind;
+using plan::ArgRole;
+using plan::Argument;
+using plan::DType;
+using plan::Expr;
+using plan::ParamSource;
+using plan::ParamType;
 
 namespace {
 
@@ -39,609 +45,56 @@ template <typename... Ts> std::string concat(const Ts &...parts) {
   return os.str();
 }
 
-template <size_t N> std::string formatList(const int64_t (&values)[N]) {
+std::string formatList(const std::vector<int64_t> &values) {
   std::string s = "[";
-  for (size_t i = 0; i < N; ++i)
+  for (size_t i = 0; i < values.size(); ++i)
     s += (i ? ", " : "") + std::to_string(values[i]);
   return s + "]";
 }
 
-std::string formatPointer(const void *p) {
+std::string formatPointer(uintptr_t p) {
   std::ostringstream os;
-  os << "0x" << std::hex << reinterpret_cast<uintptr_t>(p);
+  os << "0x" << std::hex << p;
   return os.str();
 }
 
-//===----------------------------------------------------------------------===//
-// JSON
-//===----------------------------------------------------------------------===//
-
-/// A parsed JSON value. Objects keep their keys in file order.
-struct JsonValue {
-  enum class Kind { Null, Bool, Number, String, Array, Object };
-  Kind kind = Kind::Null;
-  bool boolean = false;
-  double number = 0.0;
-  /// The number was written without fraction or exponent and fits int64_t.
-  bool isInteger = false;
-  int64_t integer = 0;
-  std::string string;
-  std::vector<JsonValue> array;
-  std::vector<std::pair<std::string, JsonValue>> object;
-
-  const JsonValue *find(std::string_view key) const {
-    for (const auto &entry : object)
-      if (entry.first == key)
-        return &entry.second;
-    return nullptr;
-  }
-};
-
-/// A compact rendering of `value` for error messages.
-std::string describe(const JsonValue &value) {
-  switch (value.kind) {
-  case JsonValue::Kind::Null:
-    return "null";
-  case JsonValue::Kind::Bool:
-    return value.boolean ? "true" : "false";
-  case JsonValue::Kind::Number: {
-    if (value.isInteger)
-      return std::to_string(value.integer);
-    std::ostringstream os;
-    os.precision(17);
-    os << value.number;
-    std::string s = os.str();
-    if (s.find_first_of(".eEn") == std::string::npos)
-      s += ".0";
-    return s;
-  }
-  case JsonValue::Kind::String:
-    return "\"" + value.string + "\"";
-  case JsonValue::Kind::Array: {
-    std::string s = "[";
-    for (size_t i = 0; i < value.array.size(); ++i) {
-      if (i == 4) {
-        s += ", ...";
-        break;
-      }
-      s += (i ? ", " : "") + describe(value.array[i]);
-    }
-    return s + "]";
-  }
-  case JsonValue::Kind::Object:
-    return "{...}";
-  }
-  return "?";
+/// "%g" with enough digits to tell values apart.
+std::string formatDouble(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
 }
 
-/// A strict RFC 8259 reader: no comments, no trailing commas, no duplicate
-/// keys, nothing after the value.
-class JsonParser {
-public:
-  explicit JsonParser(std::string_view input) : text(input) {}
-
-  bool parse(JsonValue &result, std::string &error) {
-    skipWhitespace();
-    if (!parseValue(result, 0)) {
-      error = message;
-      return false;
-    }
-    skipWhitespace();
-    if (pos != text.size()) {
-      fail("unexpected text after the JSON value");
-      error = message;
-      return false;
-    }
-    return true;
-  }
-
-private:
-  static constexpr int kMaxDepth = 64;
-
-  bool fail(const std::string &what) {
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < pos && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    message = concat("invalid JSON at line ", line, ", column ", column, ": ",
-                     what);
-    return false;
-  }
-
-  void skipWhitespace() {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
-                                 text[pos] == '\n' || text[pos] == '\r'))
-      ++pos;
-  }
-
-  bool consumeLiteral(std::string_view literal) {
-    if (text.substr(pos, literal.size()) != literal)
-      return fail("unexpected character");
-    pos += literal.size();
-    return true;
-  }
-
-  bool parseValue(JsonValue &out, int depth) {
-    if (depth > kMaxDepth)
-      return fail("nested too deeply");
-    if (pos >= text.size())
-      return fail("unexpected end of input");
-    char c = text[pos];
-    switch (c) {
-    case '{':
-      return parseObject(out, depth);
-    case '[':
-      return parseArray(out, depth);
-    case '"':
-      out.kind = JsonValue::Kind::String;
-      return parseString(out.string);
-    case 't':
-      out.kind = JsonValue::Kind::Bool;
-      out.boolean = true;
-      return consumeLiteral("true");
-    case 'f':
-      out.kind = JsonValue::Kind::Bool;
-      out.boolean = false;
-      return consumeLiteral("false");
-    case 'n':
-      out.kind = JsonValue::Kind::Null;
-      return consumeLiteral("null");
-    default:
-      if (c == '-' || (c >= '0' && c <= '9'))
-        return parseNumber(out);
-      return fail(concat("unexpected character '", c, "'"));
-    }
-  }
-
-  bool parseObject(JsonValue &out, int depth) {
-    out.kind = JsonValue::Kind::Object;
-    ++pos; // '{'
-    skipWhitespace();
-    if (pos < text.size() && text[pos] == '}') {
-      ++pos;
-      return true;
-    }
-    while (true) {
-      skipWhitespace();
-      if (pos >= text.size() || text[pos] != '"')
-        return fail("expected a string key");
-      size_t keyPos = pos;
-      std::string key;
-      if (!parseString(key))
-        return false;
-      if (out.find(key)) {
-        pos = keyPos;
-        return fail(concat("duplicate key \"", key, "\""));
-      }
-      skipWhitespace();
-      if (pos >= text.size() || text[pos] != ':')
-        return fail("expected ':'");
-      ++pos;
-      skipWhitespace();
-      JsonValue value;
-      if (!parseValue(value, depth + 1))
-        return false;
-      out.object.emplace_back(std::move(key), std::move(value));
-      skipWhitespace();
-      if (pos < text.size() && text[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < text.size() && text[pos] == '}') {
-        ++pos;
-        return true;
-      }
-      return fail("expected ',' or '}'");
-    }
-  }
-
-  bool parseArray(JsonValue &out, int depth) {
-    out.kind = JsonValue::Kind::Array;
-    ++pos; // '['
-    skipWhitespace();
-    if (pos < text.size() && text[pos] == ']') {
-      ++pos;
-      return true;
-    }
-    while (true) {
-      skipWhitespace();
-      JsonValue value;
-      if (!parseValue(value, depth + 1))
-        return false;
-      out.array.push_back(std::move(value));
-      skipWhitespace();
-      if (pos < text.size() && text[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < text.size() && text[pos] == ']') {
-        ++pos;
-        return true;
-      }
-      return fail("expected ',' or ']'");
-    }
-  }
-
-  bool parseHex4(uint32_t &value) {
-    if (pos + 4 > text.size())
-      return fail("truncated \\u escape");
-    value = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = text[pos++];
-      value <<= 4;
-      if (c >= '0' && c <= '9')
-        value |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        value |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        value |= c - 'A' + 10;
-      else
-        return fail("bad hex digit in \\u escape");
-    }
-    return true;
-  }
-
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
-  bool parseString(std::string &out) {
-    ++pos; // '"'
-    out.clear();
-    while (true) {
-      if (pos >= text.size())
-        return fail("unterminated string");
-      char c = text[pos];
-      if (c == '"') {
-        ++pos;
-        return true;
-      }
-      if (static_cast<unsigned char>(c) < 0x20)
-        return fail("control character in string");
-      if (c != '\\') {
-        out += c;
-        ++pos;
-        continue;
-      }
-      ++pos;
-      if (pos >= text.size())
-        return fail("unterminated escape");
-      char e = text[pos++];
-      switch (e) {
-      case '"':
-      case '\\':
-      case '/':
-        out += e;
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        uint32_t cp = 0;
-        if (!parseHex4(cp))
-          return false;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          uint32_t low = 0;
-          if (text.substr(pos, 2) != "\\u")
-            return fail("unpaired surrogate in \\u escape");
-          pos += 2;
-          if (!parseHex4(low))
-            return false;
-          if (low < 0xDC00 || low > 0xDFFF)
-            return fail("unpaired surrogate in \\u escape");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          return fail("unpaired surrogate in \\u escape");
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        --pos;
-        return fail(concat("bad escape '\\", e, "'"));
-      }
-    }
-  }
-
-  bool parseNumber(JsonValue &out) {
-    size_t start = pos;
-    auto isDigit = [&](size_t i) {
-      return i < text.size() && text[i] >= '0' && text[i] <= '9';
-    };
-    if (text[pos] == '-')
-      ++pos;
-    if (!isDigit(pos))
-      return fail("expected a digit");
-    if (text[pos] == '0') {
-      ++pos;
-      if (isDigit(pos))
-        return fail("leading zero in number");
-    } else {
-      while (isDigit(pos))
-        ++pos;
-    }
-    bool integral = true;
-    if (pos < text.size() && text[pos] == '.') {
-      integral = false;
-      ++pos;
-      if (!isDigit(pos))
-        return fail("expected a digit after '.'");
-      while (isDigit(pos))
-        ++pos;
-    }
-    if (pos < text.size() && (text[pos] == 'e' || text[pos] == 'E')) {
-      integral = false;
-      ++pos;
-      if (pos < text.size() && (text[pos] == '+' || text[pos] == '-'))
-        ++pos;
-      if (!isDigit(pos))
-        return fail("expected a digit in the exponent");
-      while (isDigit(pos))
-        ++pos;
-    }
-    const char *first = text.data() + start, *last = text.data() + pos;
-    out.kind = JsonValue::Kind::Number;
-    auto [ptr, ec] = std::from_chars(first, last, out.number);
-    if (ec == std::errc::result_out_of_range)
-      out.number = (*first == '-' ? -1.0 : 1.0) *
-                   std::numeric_limits<double>::infinity();
-    else if (ec != std::errc() || ptr != last)
-      return fail("bad number");
-    if (integral) {
-      auto [iptr, iec] = std::from_chars(first, last, out.integer);
-      out.isInteger = iec == std::errc() && iptr == last;
-    }
-    return true;
-  }
-
-  std::string_view text;
-  size_t pos = 0;
-  std::string message;
-};
-
-//===----------------------------------------------------------------------===//
-// Metadata schema
-//===----------------------------------------------------------------------===//
-
-const char *const kPtrParams[] = {"q", "k", "v", "o", "lse"};
-const char *const kIntParams[] = {
-    "batch",           "seqlen_q",        "seqlen_k",       "heads_q",
-    "heads_kv",        "head_dim",        "head_dim_v",     "q_stride_batch",
-    "q_stride_seq",    "q_stride_head",   "k_stride_batch", "k_stride_seq",
-    "k_stride_head",   "v_stride_batch",  "v_stride_seq",   "v_stride_head",
-    "o_stride_batch",  "o_stride_seq",    "o_stride_head",  "lse_stride_batch",
-    "lse_stride_head", "lse_stride_seq"};
-const char *const kFloatParams[] = {"softmax_scale"};
-
-enum class ParamKind { Unknown, Ptr, Int, Float };
-
-ParamKind getParamKind(std::string_view name) {
-  for (const char *n : kPtrParams)
-    if (name == n)
-      return ParamKind::Ptr;
-  for (const char *n : kIntParams)
-    if (name == n)
-      return ParamKind::Int;
-  for (const char *n : kFloatParams)
-    if (name == n)
-      return ParamKind::Float;
-  return ParamKind::Unknown;
+/// "(batch, seqlen_q, heads_q, 128)": what the plan says a shape is.
+std::string describeShape(const Argument &arg) {
+  std::string s = "(";
+  for (size_t d = 0; d < arg.shape.size(); ++d)
+    s += (d ? ", " : "") +
+         (arg.shape[d] ? plan::toString(*arg.shape[d]) : std::string("*"));
+  return s + ")";
 }
 
-std::string knownParamNames() {
-  std::string s;
-  auto add = [&](const char *n) { s += (s.empty() ? "" : ", ") + std::string(n); };
-  for (const char *n : kPtrParams)
-    add(n);
-  for (const char *n : kIntParams)
-    add(n);
-  for (const char *n : kFloatParams)
-    add(n);
-  return s;
+constexpr int64_t kI32Min = std::numeric_limits<int32_t>::min();
+constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kGridXMax = kI32Max;
+constexpr int64_t kGridYZMax = 65535;
+constexpr int64_t kStaticSmemLimit = 48 * 1024;
+
+bool isFloatDType(DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32;
 }
 
-/// Typed access to one JSON object; errors name the file and the field.
-class Fields {
-public:
-  Fields(const std::string &filePath, const JsonValue &jsonObject,
-         std::string fieldPrefix, std::string &errorOut)
-      : path(filePath), object(jsonObject), prefix(std::move(fieldPrefix)),
-        error(errorOut) {}
-
-  bool fail(std::string_view key, const std::string &what) {
-    error = concat(path, ": field '", prefix, key, "': ", what);
-    return false;
+/// The largest finite value of a floating dtype.
+double getFloatMax(DType dtype) {
+  switch (dtype) {
+  case DType::F16:
+    return 65504.0;
+  case DType::BF16:
+    return 3.3895313892515355e38;
+  default:
+    return FLT_MAX;
   }
-
-  /// The value of `key`, or nullptr (an error when `required`).
-  const JsonValue *get(std::string_view key, bool required,
-                       std::string_view expected) {
-    const JsonValue *value = object.find(key);
-    if (!value && required)
-      fail(key, concat("missing (expected ", expected, ")"));
-    return value;
-  }
-
-  bool wrongType(std::string_view key, std::string_view expected,
-                 const JsonValue &got) {
-    return fail(key, concat("expected ", expected, ", got ", describe(got)));
-  }
-
-  bool getString(std::string_view key, std::string &out, bool required) {
-    const char *what = required ? "a non-empty string" : "a string";
-    const JsonValue *v = get(key, required, what);
-    if (!v)
-      return !required;
-    if (v->kind != JsonValue::Kind::String || (required && v->string.empty()))
-      return wrongType(key, what, *v);
-    out = v->string;
-    return true;
-  }
-
-  bool getInt(std::string_view key, int64_t &out, int64_t min,
-              std::string_view what) {
-    const JsonValue *v = get(key, true, what);
-    if (!v)
-      return false;
-    if (v->kind != JsonValue::Kind::Number || !v->isInteger ||
-        v->integer < min)
-      return wrongType(key, what, *v);
-    out = v->integer;
-    return true;
-  }
-
-  bool getOptionalInt(std::string_view key, std::optional<int64_t> &out,
-                      int64_t min, std::string_view what) {
-    const JsonValue *v = object.find(key);
-    if (!v || v->kind == JsonValue::Kind::Null)
-      return true;
-    if (v->kind != JsonValue::Kind::Number || !v->isInteger ||
-        v->integer < min)
-      return wrongType(key, what, *v);
-    out = v->integer;
-    return true;
-  }
-
-  bool getBool(std::string_view key, bool &out) {
-    const JsonValue *v = get(key, true, "true or false");
-    if (!v)
-      return false;
-    if (v->kind != JsonValue::Kind::Bool)
-      return wrongType(key, "true or false", *v);
-    out = v->boolean;
-    return true;
-  }
-
-  bool getOptionalBool(std::string_view key, std::optional<bool> &out) {
-    const JsonValue *v = object.find(key);
-    if (!v || v->kind == JsonValue::Kind::Null)
-      return true;
-    if (v->kind != JsonValue::Kind::Bool)
-      return wrongType(key, "true or false", *v);
-    out = v->boolean;
-    return true;
-  }
-
-  /// An array of exactly `n` integers, each >= `min`.
-  bool getIntArray(std::string_view key, size_t n, int64_t min, int64_t *out,
-                   std::string_view what) {
-    const JsonValue *v = get(key, true, what);
-    if (!v)
-      return false;
-    if (v->kind != JsonValue::Kind::Array || v->array.size() != n)
-      return wrongType(key, what, *v);
-    for (size_t i = 0; i < n; ++i) {
-      const JsonValue &e = v->array[i];
-      if (e.kind != JsonValue::Kind::Number || !e.isInteger || e.integer < min)
-        return wrongType(key, what, *v);
-      out[i] = e.integer;
-    }
-    return true;
-  }
-
-  const std::string &path;
-  const JsonValue &object;
-  std::string prefix;
-  std::string &error;
-};
-
-bool parseParamType(std::string_view s, ParamType &type) {
-  if (s == "ptr")
-    type = ParamType::Ptr;
-  else if (s == "i32")
-    type = ParamType::I32;
-  else if (s == "i64")
-    type = ParamType::I64;
-  else if (s == "f32")
-    type = ParamType::F32;
-  else
-    return false;
-  return true;
-}
-
-const char *stringifyParamType(ParamType type) {
-  switch (type) {
-  case ParamType::Ptr:
-    return "ptr";
-  case ParamType::I32:
-    return "i32";
-  case ParamType::I64:
-    return "i64";
-  case ParamType::F32:
-    return "f32";
-  }
-  return "?";
-}
-
-bool parseParams(Fields &top, const JsonValue &list,
-                 std::vector<KernelParam> &params) {
-  for (size_t i = 0; i < list.array.size(); ++i) {
-    const JsonValue &entry = list.array[i];
-    std::string where = concat("params[", i, "]");
-    if (entry.kind != JsonValue::Kind::Object)
-      return top.fail(where, concat("expected an object, got ", describe(entry)));
-    Fields f(top.path, entry, where + ".", top.error);
-    KernelParam param;
-    if (!f.getString("name", param.name, /*required=*/true))
-      return false;
-    const JsonValue *type = f.get("type", true, "one of ptr, i32, i64, f32");
-    if (!type)
-      return false;
-    if (type->kind != JsonValue::Kind::String ||
-        !parseParamType(type->string, param.type))
-      return f.wrongType("type", "one of \"ptr\", \"i32\", \"i64\", \"f32\"",
-                         *type);
-    ParamKind kind = getParamKind(param.name);
-    if (kind == ParamKind::Unknown)
-      return f.fail("name", concat("\"", param.name,
-                                   "\" is not a value this runtime can pass "
-                                   "(known: ",
-                                   knownParamNames(), ")"));
-    bool typeOk = (kind == ParamKind::Ptr && param.type == ParamType::Ptr) ||
-                  (kind == ParamKind::Int && (param.type == ParamType::I32 ||
-                                              param.type == ParamType::I64)) ||
-                  (kind == ParamKind::Float && param.type == ParamType::F32);
-    if (!typeOk)
-      return f.fail("type",
-                    concat("\"", param.name, "\" cannot be passed as \"",
-                           stringifyParamType(param.type), "\""));
-    for (const KernelParam &seen : params)
-      if (seen.name == param.name)
-        return f.fail("name", concat("\"", param.name, "\" appears twice"));
-    params.push_back(std::move(param));
-  }
-  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -650,22 +103,28 @@ bool parseParams(Fields &top, const JsonValue &list,
 
 using CUresult = int;
 using CUdevice = int;
+using CUdeviceptr = unsigned long long;
 using CUhandle = void *; // CUcontext, CUmodule, CUfunction, CUstream
 
 constexpr CUresult kCudaSuccess = 0;
 constexpr CUresult kCudaErrorNoBinaryForGpu = 209;
 constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
-constexpr int64_t kStaticSmemLimit = 48 * 1024;
+constexpr int kDeviceAttributeMultiprocessorCount = 16;
+constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
+constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuCtxGetCurrent)(CUhandle *);
   CUresult (*cuCtxGetDevice)(CUdevice *);
   CUresult (*cuCtxPushCurrent)(CUhandle);
   CUresult (*cuCtxPopCurrent)(CUhandle *);
+  CUresult (*cuCtxSynchronize)();
   CUresult (*cuDevicePrimaryCtxRetain)(CUhandle *, CUdevice);
   CUresult (*cuModuleLoadData)(CUhandle *, const void *);
   CUresult (*cuModuleUnload)(CUhandle);
@@ -674,6 +133,12 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUhandle, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUhandle, void **,
                              void **);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUhandle);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUhandle);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);
 
   std::string errorText(CUresult code) const {
     const char *name = nullptr, *text = nullptr;
@@ -705,8 +170,8 @@ DriverState &getDriverState() {
   return *state;
 }
 
-template <typename Fn> bool bindSymbol(void *lib, const char *name, Fn &fn,
-                                       std::string &error) {
+template <typename Fn>
+bool bindSymbol(void *lib, const char *name, Fn &fn, std::string &error) {
   void *sym = dlsym(lib, name);
   if (!sym) {
     error = concat("the CUDA driver library has no ", name,
@@ -718,7 +183,7 @@ template <typename Fn> bool bindSymbol(void *lib, const char *name, Fn &fn,
 }
 
 /// The driver, opened on first use; nullptr with `error` set when there is
-/// none.
+/// none. The library stays open for the process's lifetime.
 const Driver *getDriver(std::string &error) {
   DriverState &state = getDriverState();
   std::call_once(state.once, [&state] {
@@ -736,22 +201,31 @@ const Driver *getDriver(std::string &error) {
     }
     Driver &d = state.driver;
     std::string &e = state.error;
-    bool ok = bindSymbol(lib, "cuInit", d.cuInit, e) &&
-              bindSymbol(lib, "cuGetErrorName", d.cuGetErrorName, e) &&
-              bindSymbol(lib, "cuGetErrorString", d.cuGetErrorString, e) &&
-              bindSymbol(lib, "cuDeviceGet", d.cuDeviceGet, e) &&
-              bindSymbol(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent, e) &&
-              bindSymbol(lib, "cuCtxGetDevice", d.cuCtxGetDevice, e) &&
-              bindSymbol(lib, "cuCtxPushCurrent_v2", d.cuCtxPushCurrent, e) &&
-              bindSymbol(lib, "cuCtxPopCurrent_v2", d.cuCtxPopCurrent, e) &&
-              bindSymbol(lib, "cuDevicePrimaryCtxRetain",
-                         d.cuDevicePrimaryCtxRetain, e) &&
-              bindSymbol(lib, "cuModuleLoadData", d.cuModuleLoadData, e) &&
-              bindSymbol(lib, "cuModuleUnload", d.cuModuleUnload, e) &&
-              bindSymbol(lib, "cuModuleGetFunction", d.cuModuleGetFunction,
-                         e) &&
-              bindSymbol(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute, e) &&
-              bindSymbol(lib, "cuLaunchKernel", d.cuLaunchKernel, e);
+    bool ok =
+        bindSymbol(lib, "cuInit", d.cuInit, e) &&
+        bindSymbol(lib, "cuGetErrorName", d.cuGetErrorName, e) &&
+        bindSymbol(lib, "cuGetErrorString", d.cuGetErrorString, e) &&
+        bindSymbol(lib, "cuDeviceGet", d.cuDeviceGet, e) &&
+        bindSymbol(lib, "cuDeviceGetCount", d.cuDeviceGetCount, e) &&
+        bindSymbol(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, e) &&
+        bindSymbol(lib, "cuCtxGetCurrent", d.cuCtxGetCurrent, e) &&
+        bindSymbol(lib, "cuCtxGetDevice", d.cuCtxGetDevice, e) &&
+        bindSymbol(lib, "cuCtxPushCurrent_v2", d.cuCtxPushCurrent, e) &&
+        bindSymbol(lib, "cuCtxPopCurrent_v2", d.cuCtxPopCurrent, e) &&
+        bindSymbol(lib, "cuCtxSynchronize", d.cuCtxSynchronize, e) &&
+        bindSymbol(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain,
+                   e) &&
+        bindSymbol(lib, "cuModuleLoadData", d.cuModuleLoadData, e) &&
+        bindSymbol(lib, "cuModuleUnload", d.cuModuleUnload, e) &&
+        bindSymbol(lib, "cuModuleGetFunction", d.cuModuleGetFunction, e) &&
+        bindSymbol(lib, "cuFuncSetAttribute", d.cuFuncSetAttribute, e) &&
+        bindSymbol(lib, "cuLaunchKernel", d.cuLaunchKernel, e) &&
+        bindSymbol(lib, "cuMemAllocAsync", d.cuMemAllocAsync, e) &&
+        bindSymbol(lib, "cuMemFreeAsync", d.cuMemFreeAsync, e) &&
+        bindSymbol(lib, "cuMemAlloc_v2", d.cuMemAlloc, e) &&
+        bindSymbol(lib, "cuMemFree_v2", d.cuMemFree, e) &&
+        bindSymbol(lib, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, e) &&
+        bindSymbol(lib, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, e);
     if (ok)
       ok = d.check(d.cuInit(0), "cuInit", e);
     state.loaded = ok;
@@ -769,12 +243,12 @@ const Driver *peekDriver() {
   return state.loaded ? &state.driver : nullptr;
 }
 
-/// The primary context of `device`, retained once per process.
+/// The primary context of `device`, retained once per process (never
+/// released, so it stays valid).
 CUhandle getPrimaryContext(const Driver &drv, CUdevice device,
                            std::string &error) {
   static std::mutex mutex;
-  static std::vector<std::pair<CUdevice, CUhandle>> *retained =
-      new std::vector<std::pair<CUdevice, CUhandle>>();
+  static auto *retained = new std::vector<std::pair<CUdevice, CUhandle>>();
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto &entry : *retained)
     if (entry.first == device)
@@ -788,34 +262,55 @@ CUhandle getPrimaryContext(const Driver &drv, CUdevice device,
   return ctx;
 }
 
-/// Makes a context of `device` current for its lifetime: the current one
-/// when it belongs to `device`, otherwise the primary context, pushed.
+/// A device attribute, cached per (device, attribute).
+std::optional<int> getDeviceAttribute(const Driver &drv, CUdevice device,
+                                      int attribute, std::string &error) {
+  static std::mutex mutex;
+  static auto *cache = new std::map<std::pair<CUdevice, int>, int>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache->find({device, attribute});
+  if (it != cache->end())
+    return it->second;
+  int value = 0;
+  if (!drv.check(drv.cuDeviceGetAttribute(&value, attribute, device),
+                 concat("cuDeviceGetAttribute(", attribute, ", device ",
+                        device, ")"),
+                 error))
+    return std::nullopt;
+  (*cache)[{device, attribute}] = value;
+  return value;
+}
+
+/// Makes a context of device `ordinal` current for its lifetime: the
+/// current one when it belongs to that device, otherwise the primary
+/// context, pushed (and popped at the end).
 class ScopedDeviceContext {
 public:
   ScopedDeviceContext(const Driver &driver, int ordinal, std::string &error)
       : drv(driver) {
-    CUdevice device;
     if (!drv.check(drv.cuDeviceGet(&device, ordinal),
                    concat("cuDeviceGet(", ordinal, ")"), error))
+      return;
+    CUhandle primary = getPrimaryContext(drv, device, error);
+    if (!primary)
       return;
     CUhandle current = nullptr;
     if (!drv.check(drv.cuCtxGetCurrent(&current), "cuCtxGetCurrent", error))
       return;
     if (current) {
-      CUdevice currentDevice;
+      CUdevice currentDevice = -1;
       if (drv.cuCtxGetDevice(&currentDevice) == kCudaSuccess &&
           currentDevice == device) {
         context = current;
+        primaryContext = current == primary;
         return;
       }
     }
-    CUhandle primary = getPrimaryContext(drv, device, error);
-    if (!primary)
-      return;
     if (!drv.check(drv.cuCtxPushCurrent(primary), "cuCtxPushCurrent", error))
       return;
     pushed = true;
     context = primary;
+    primaryContext = true;
   }
   ~ScopedDeviceContext() {
     if (pushed) {
@@ -828,656 +323,1139 @@ public:
 
   /// nullptr when the constructor failed (and set the error).
   CUhandle get() const { return context; }
+  bool isPrimary() const { return primaryContext; }
+  CUdevice getDevice() const { return device; }
 
 private:
   const Driver &drv;
+  CUdevice device = -1;
   CUhandle context = nullptr;
   bool pushed = false;
+  bool primaryContext = false;
 };
 
 //===----------------------------------------------------------------------===//
 // Argument checks
 //===----------------------------------------------------------------------===//
 
-constexpr int64_t kAlignBytes = 16;
-constexpr int64_t kStrideMultiple = 8;
-constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
-constexpr int64_t kGridYZMax = 65535;
-
-bool checkTensor(const TensorArg &t, const char *name, DType dtype,
-                 int64_t lastDim, const char *lastName,
-                 const KernelMetadata &meta, std::string &error) {
-  if (t.dtype != dtype) {
-    error = concat(name, " has dtype ", stringifyDType(t.dtype),
-                   ", but kernel ", meta.kernelName, " takes ",
-                   stringifyDType(dtype));
-    return false;
-  }
-  for (int d = 0; d < 4; ++d) {
-    if (t.sizes[d] < 0) {
-      error = concat(name, " has a negative size: ", formatList(t.sizes));
-      return false;
-    }
-  }
-  if (t.sizes[3] != lastDim) {
-    error = concat(name, " has last dim ", t.sizes[3], ", but kernel ",
-                   meta.kernelName, " has ", lastName, " = ", lastDim);
-    return false;
-  }
-  return true;
+int64_t getNumElements(const TensorArg &t) {
+  int64_t n = 1;
+  for (int64_t s : t.sizes)
+    n *= s; // sizes are checked non-negative and the product bounded first
+  return n;
 }
 
-/// Contiguous dim `contiguousDim`, strides multiples of 8 elements for 16-bit
-/// data, 16-byte aligned base (4-byte for f32).
-template <size_t N>
-bool checkLayout(const char *name, const void *data, const int64_t (&sizes)[N],
-                 const int64_t (&strides)[N], DType dtype, size_t contiguousDim,
-                 std::string &error) {
-  if (!data) {
-    error = concat(name, " data pointer is null");
-    return false;
-  }
-  if (sizes[contiguousDim] > 1 && strides[contiguousDim] != 1) {
-    error = concat(name,
-                   " must be contiguous in its last dim (stride 1), but has "
-                   "strides ",
-                   formatList(strides), " for shape ", formatList(sizes));
-    return false;
-  }
-  bool is16Bit = getDTypeSize(dtype) == 2;
-  for (size_t d = 0; d < N; ++d) {
-    if (strides[d] < 0) {
-      error = concat(name, " stride ", strides[d], " of dim ", d,
-                     " is negative");
+/// The byte range [begin, end) a non-empty tensor's elements lie in; fails
+/// on overflow.
+bool getByteRange(const TensorArg &t, uintptr_t &begin, uintptr_t &end) {
+  int64_t last = 0; // offset of the last element, in elements
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    int64_t step = 0;
+    if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &step) ||
+        __builtin_add_overflow(last, step, &last))
       return false;
-    }
-    if (d == contiguousDim || sizes[d] <= 1)
-      continue; // A size-1 dim is never stepped: its stride is unused.
-    if (is16Bit && strides[d] % kStrideMultiple != 0) {
-      error = concat(name, " stride ", strides[d], " of dim ", d,
-                     " is not a multiple of ", kStrideMultiple,
-                     " elements (16 bytes, the cp.async chunk); strides ",
-                     formatList(strides), ", shape ", formatList(sizes));
-      return false;
-    }
   }
-  int64_t align = is16Bit ? kAlignBytes : getDTypeSize(dtype);
-  if (reinterpret_cast<uintptr_t>(data) % align != 0) {
-    error = concat(name, " data pointer ", formatPointer(data), " is not ",
-                   align, "-byte aligned",
-                   is16Bit ? " (cp.async copies 16-byte chunks)" : "");
+  int64_t bytes = 0;
+  if (__builtin_add_overflow(last, 1, &last) ||
+      __builtin_mul_overflow(last, plan::getDTypeSize(t.dtype), &bytes))
     return false;
-  }
-  return true;
+  begin = reinterpret_cast<uintptr_t>(t.data);
+  return !__builtin_add_overflow(begin, static_cast<uintptr_t>(bytes), &end);
 }
 
-/// No two elements of an output at one address.
-template <size_t N>
-bool checkNoOverlap(const char *name, const int64_t (&sizes)[N],
-                    const int64_t (&strides)[N], std::string &error) {
+/// No two elements of `t` at one address (for outputs).
+bool hasDistinctElements(const TensorArg &t) {
   std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
-  for (size_t d = 0; d < N; ++d)
-    if (sizes[d] > 1)
-      dims.emplace_back(strides[d], sizes[d]);
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (t.sizes[d] > 1)
+      dims.emplace_back(t.strides[d], t.sizes[d]);
   std::sort(dims.begin(), dims.end());
   int64_t span = 1;
   for (const auto &[stride, size] : dims) {
-    if (stride < span) {
-      error = concat(name, " has overlapping elements (strides ",
-                     formatList(strides), " for shape ", formatList(sizes),
-                     "); an output needs distinct addresses");
+    if (stride < span)
       return false;
-    }
     // Saturate: a span past int64 only means "no later dim can overlap".
-    span = stride > std::numeric_limits<int64_t>::max() / size
-               ? std::numeric_limits<int64_t>::max()
-               : stride * size;
+    if (__builtin_mul_overflow(stride, size, &span))
+      span = std::numeric_limits<int64_t>::max();
+  }
+  return true;
+}
+
+/// "(heads_q = 6, heads_kv = 4)" for the names `expr` uses.
+std::string describeValues(const Expr &expr, const plan::Env &env) {
+  std::vector<std::string> names;
+  plan::collectNames(expr, names);
+  std::string s;
+  for (const std::string &name : names) {
+    auto it = env.find(name);
+    if (it != env.end())
+      s += (s.empty() ? "" : ", ") + concat(name, " = ", it->second);
+  }
+  return s.empty() ? s : " (" + s + ")";
+}
+
+/// "70000 (heads_q)", "2 (ceil_div(seqlen_q, 128) with seqlen_q = 200)",
+/// "5": a computed value and where it came from.
+std::string describeExprValue(const Expr &expr, int64_t value,
+                              const plan::Env &env) {
+  if (expr.op == Expr::Op::Const)
+    return std::to_string(value);
+  if (expr.op == Expr::Op::Name)
+    return concat(value, " (", expr.name, ")");
+  std::string values = describeValues(expr, env);
+  if (!values.empty()) // " (a = 1, b = 2)" -> "a = 1, b = 2"
+    values = " with " + values.substr(2, values.size() - 3);
+  return concat(value, " (", plan::toString(expr), values, ")");
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Argument values
+//===----------------------------------------------------------------------===//
+
+TensorArg TensorArg::contiguous(void *data, std::vector<int64_t> sizes,
+                                DType dtype, int device) {
+  TensorArg t;
+  t.data = data;
+  t.dtype = dtype;
+  t.device = device;
+  t.strides.assign(sizes.size(), 1);
+  int64_t stride = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    t.strides[i] = stride;
+    stride *= std::max<int64_t>(sizes[i], 1);
+  }
+  t.sizes = std::move(sizes);
+  return t;
+}
+
+ArgValue ArgValue::of(TensorArg tensor) {
+  ArgValue v;
+  v.kind = Kind::Tensor;
+  v.tensor = std::move(tensor);
+  return v;
+}
+
+ArgValue ArgValue::scalar(double value) {
+  ArgValue v;
+  v.kind = Kind::Scalar;
+  v.floatValue = value;
+  return v;
+}
+
+ArgValue ArgValue::integer(int64_t value) {
+  ArgValue v;
+  v.kind = Kind::Scalar;
+  v.isInteger = true;
+  v.intValue = value;
+  v.floatValue = static_cast<double>(value);
+  return v;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelFamily: loading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+bool readFile(const std::string &path, std::vector<char> &out,
+              std::string &error, const char *what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::error_code ec;
+    error = std::filesystem::exists(path, ec)
+                ? concat(path, ": cannot read ", what)
+                : concat(path, ": ", what, " not found");
+    return false;
+  }
+  out.assign(std::istreambuf_iterator<char>(in),
+             std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    error = concat(path, ": cannot read ", what);
+    return false;
   }
   return true;
 }
 
 } // namespace
 
-//===----------------------------------------------------------------------===//
-// Public API
-//===----------------------------------------------------------------------===//
+KernelFamily::KernelFamily(plan::LaunchPlan launchPlan, std::string path,
+                           std::vector<std::vector<char>> cubinImages,
+                           std::vector<size_t> imageOfKernel)
+    : plan(std::move(launchPlan)), planPath(std::move(path)),
+      images(std::move(cubinImages)), kernelImage(std::move(imageOfKernel)) {}
 
-const char *flashtile::runtime::stringifyDType(DType dtype) {
-  switch (dtype) {
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F32:
-    return "f32";
-  }
-  return "?";
-}
-
-std::optional<DType> flashtile::runtime::parseDType(std::string_view name) {
-  if (name == "f16")
-    return DType::F16;
-  if (name == "bf16")
-    return DType::BF16;
-  if (name == "f32")
-    return DType::F32;
-  return std::nullopt;
-}
-
-int64_t flashtile::runtime::getDTypeSize(DType dtype) {
-  return dtype == DType::F32 ? 4 : 2;
-}
-
-std::optional<KernelMetadata>
-KernelMetadata::parse(std::string_view json, const std::string &path,
-                      std::string &error) {
-  JsonValue root;
-  std::string syntaxError;
-  if (!JsonParser(json).parse(root, syntaxError)) {
-    error = concat(path, ": ", syntaxError);
-    return std::nullopt;
-  }
-  if (root.kind != JsonValue::Kind::Object) {
-    error = concat(path, ": expected a JSON object at the top level, got ",
-                   describe(root));
-    return std::nullopt;
-  }
-  const JsonValue *format = root.find("format");
-  if (!format || format->kind != JsonValue::Kind::String ||
-      format->string != kMetadataFormat) {
-    error = concat(path, ": unknown format ",
-                   format ? describe(*format) : std::string("(missing)"),
-                   " (this runtime reads \"", kMetadataFormat, "\")");
-    return std::nullopt;
-  }
-
-  KernelMetadata m;
-  m.path = path;
-  Fields f(path, root, "", error);
-  std::string dtype;
-  if (!f.getString("kernel", m.kernelName, true) ||
-      !f.getString("cubin", m.cubin, true) ||
-      !f.getString("dtype", dtype, true))
-    return std::nullopt;
-  std::optional<DType> parsed = parseDType(dtype);
-  if (!parsed || *parsed == DType::F32) {
-    f.wrongType("dtype", "one of \"f16\", \"bf16\"", *root.find("dtype"));
-    return std::nullopt;
-  }
-  m.dtype = *parsed;
-  int64_t window[2];
-  if (!f.getInt("head_dim", m.headDim, 1, "a positive integer") ||
-      !f.getInt("head_dim_v", m.headDimV, 1, "a positive integer") ||
-      !f.getBool("causal", m.causal) ||
-      !f.getIntArray("window", 2, -1, window,
-                     "a list [left, right] of integers >= -1 (-1: unbounded)"))
-    return std::nullopt;
-  m.windowLeft = window[0];
-  m.windowRight = window[1];
-
-  const JsonValue *scale =
-      f.get("softmax_scale", true, "a positive finite number");
-  if (!scale)
-    return std::nullopt;
-  if (scale->kind != JsonValue::Kind::Number || !std::isfinite(scale->number) ||
-      scale->number <= 0) {
-    f.wrongType("softmax_scale", "a positive finite number", *scale);
-    return std::nullopt;
-  }
-  m.softmaxScale = scale->number;
-
-  const JsonValue *config = f.get("config", true, "an object");
-  if (!config)
-    return std::nullopt;
-  if (config->kind != JsonValue::Kind::Object) {
-    f.wrongType("config", "an object", *config);
-    return std::nullopt;
-  }
-  Fields cf(path, *config, "config.", error);
-  if (!cf.getInt("tile_m", m.config.tileM, 1, "a positive integer") ||
-      !cf.getOptionalInt("tile_n", m.config.tileN, 1, "a positive integer") ||
-      !cf.getOptionalInt("stages", m.config.stages, 1, "a positive integer") ||
-      !cf.getOptionalInt("warps", m.config.warps, 1, "a positive integer") ||
-      !cf.getOptionalBool("q_in_regs", m.config.qInRegs))
-    return std::nullopt;
-
-  if (!f.getIntArray("block", 3, 1, m.block, "a list of 3 positive integers"))
-    return std::nullopt;
-  if (m.block[0] > 1024 || m.block[1] > 1024 || m.block[2] > 64 ||
-      m.block[0] * m.block[1] * m.block[2] > 1024) {
-    f.fail("block", concat(formatList(m.block),
-                           " exceeds the CUDA block limits (at most 1024 "
-                           "threads, z at most 64)"));
-    return std::nullopt;
-  }
-  if (!f.getInt("dynamic_smem_bytes", m.dynamicSmemBytes, 0,
-                "a non-negative integer"))
-    return std::nullopt;
-  if (m.dynamicSmemBytes > kI32Max) {
-    f.fail("dynamic_smem_bytes", "does not fit in 32 bits");
-    return std::nullopt;
-  }
-
-  const JsonValue *params =
-      f.get("params", true, "a non-empty list of {\"name\", \"type\"}");
-  if (!params)
-    return std::nullopt;
-  if (params->kind != JsonValue::Kind::Array || params->array.empty()) {
-    f.wrongType("params", "a non-empty list of {\"name\", \"type\"} objects",
-                *params);
-    return std::nullopt;
-  }
-  if (!parseParams(f, *params, m.params))
-    return std::nullopt;
-
-  if (!f.getString("arch", m.arch, false) ||
-      !f.getString("isa", m.isa, false) ||
-      !f.getString("code_path", m.codePath, false) ||
-      !f.getOptionalInt("registers", m.registers, 0,
-                        "a non-negative integer or null") ||
-      !f.getOptionalInt("spill_stores", m.spillStores, 0,
-                        "a non-negative integer or null") ||
-      !f.getOptionalInt("spill_loads", m.spillLoads, 0,
-                        "a non-negative integer or null"))
-    return std::nullopt;
-
-  std::filesystem::path cubin(m.cubin);
-  if (cubin.is_relative()) {
-    std::filesystem::path base = std::filesystem::path(path).parent_path();
-    cubin = base / cubin;
-  }
-  m.cubinPath = cubin.string();
-  return m;
-}
-
-std::optional<KernelMetadata>
-KernelMetadata::readFile(const std::string &path, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    error = std::filesystem::exists(path, ec)
-                ? concat(path, ": cannot read metadata")
-                : concat(path, ": metadata file not found");
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    error = concat(path, ": cannot read metadata");
-    return std::nullopt;
-  }
-  return parse(text.str(), path, error);
-}
-
-TensorArg TensorArg::contiguous(void *data,
-                                std::initializer_list<int64_t> sizes,
-                                DType dtype, int device) {
-  TensorArg t;
-  t.data = data;
-  t.dtype = dtype;
-  t.device = device;
-  int d = 0;
-  for (int64_t s : sizes)
-    if (d < 4)
-      t.sizes[d++] = s;
-  int64_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
-    t.strides[i] = stride;
-    stride *= std::max<int64_t>(t.sizes[i], 1);
-  }
-  return t;
-}
-
-LseArg LseArg::contiguous(void *data, int64_t batch, int64_t heads,
-                          int64_t seqlen, int device) {
-  LseArg l;
-  l.data = data;
-  l.sizes[0] = batch;
-  l.sizes[1] = heads;
-  l.sizes[2] = seqlen;
-  l.strides[2] = 1;
-  l.strides[1] = std::max<int64_t>(seqlen, 1);
-  l.strides[0] = l.strides[1] * std::max<int64_t>(heads, 1);
-  l.device = device;
-  return l;
-}
-
-FlashKernel::FlashKernel(KernelMetadata meta, std::vector<char> cubinImage)
-    : metadata(std::move(meta)), image(std::move(cubinImage)) {}
-
-FlashKernel::~FlashKernel() {
+KernelFamily::~KernelFamily() {
   const Driver *drv = peekDriver();
   if (!drv)
     return;
-  for (const LoadedModule &m : loaded) {
-    if (drv->cuCtxPushCurrent(m.context) != kCudaSuccess)
+  for (const std::unique_ptr<LoadedContext> &loaded : contexts) {
+    // Other contexts may be gone; their destruction frees their modules.
+    if (!loaded->isPrimary ||
+        drv->cuCtxPushCurrent(loaded->context) != kCudaSuccess)
       continue;
-    drv->cuModuleUnload(m.module);
+    for (void *module : loaded->modules)
+      if (module)
+        drv->cuModuleUnload(module);
     CUhandle popped;
     drv->cuCtxPopCurrent(&popped);
   }
 }
 
-std::unique_ptr<FlashKernel> FlashKernel::load(const std::string &metadataPath,
-                                               std::string &error) {
-  std::optional<KernelMetadata> meta =
-      KernelMetadata::readFile(metadataPath, error);
-  if (!meta)
-    return nullptr;
-  std::ifstream in(meta->cubinPath, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    error = std::filesystem::exists(meta->cubinPath, ec)
-                ? concat(metadataPath, ": cannot read cubin ", meta->cubinPath)
-                : concat(metadataPath, ": cubin \"", meta->cubin,
-                         "\" not found (looked for ", meta->cubinPath, ")");
-    return nullptr;
+std::unique_ptr<KernelFamily>
+KernelFamily::create(plan::LaunchPlan launchPlan,
+                     std::map<std::string, std::vector<char>> cubins,
+                     std::string &error, std::string path) {
+  std::vector<std::vector<char>> images;
+  std::vector<std::string> imageNames;
+  std::vector<size_t> kernelImage;
+  std::string where = path.empty() ? std::string() : path + ": ";
+  for (size_t k = 0; k < launchPlan.kernels.size(); ++k) {
+    const std::string &name = launchPlan.kernels[k].cubin;
+    auto known = std::find(imageNames.begin(), imageNames.end(), name);
+    if (known != imageNames.end()) {
+      kernelImage.push_back(known - imageNames.begin());
+      continue;
+    }
+    auto it = cubins.find(name);
+    if (it == cubins.end()) {
+      error = concat(where, "kernels[", k, "].cubin: no image for \"", name,
+                     "\"");
+      return nullptr;
+    }
+    if (it->second.empty()) {
+      error = concat(where, "cubin \"", name, "\" is empty");
+      return nullptr;
+    }
+    kernelImage.push_back(images.size());
+    imageNames.push_back(name);
+    images.push_back(std::move(it->second));
   }
-  std::vector<char> image((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    error = concat(metadataPath, ": cannot read cubin ", meta->cubinPath);
-    return nullptr;
-  }
-  if (image.empty()) {
-    error = concat(metadataPath, ": cubin ", meta->cubinPath, " is empty");
-    return nullptr;
-  }
-  return std::make_unique<FlashKernel>(std::move(*meta), std::move(image));
+  return std::unique_ptr<KernelFamily>(
+      new KernelFamily(std::move(launchPlan), std::move(path),
+                       std::move(images), std::move(kernelImage)));
 }
 
-bool FlashKernel::check(const TensorArg &q, const TensorArg &k,
-                        const TensorArg &v, const TensorArg &out,
-                        const LseArg &lse, std::string &error,
-                        LaunchDims *dimsOut) const {
-  const KernelMetadata &m = metadata;
-  if (!checkTensor(q, "q", m.dtype, m.headDim, "head_dim", m, error) ||
-      !checkTensor(k, "k", m.dtype, m.headDim, "head_dim", m, error) ||
-      !checkTensor(v, "v", m.dtype, m.headDimV, "head_dim_v", m, error) ||
-      !checkTensor(out, "out", m.dtype, m.headDimV, "head_dim_v", m, error))
-    return false;
-  if (q.device < 0) {
-    error = concat("q has device ", q.device, "; expected a CUDA ordinal >= 0");
-    return false;
+std::unique_ptr<KernelFamily> KernelFamily::load(const std::string &planPath,
+                                                 std::string &error) {
+  std::vector<char> text;
+  if (!readFile(planPath, text, error, "plan"))
+    return nullptr;
+  std::string parseError;
+  std::optional<plan::LaunchPlan> parsed =
+      plan::parseJson(std::string_view(text.data(), text.size()), parseError);
+  if (!parsed) {
+    error = concat(planPath, ": ", parseError);
+    return nullptr;
   }
-  const std::pair<const char *, int> devices[] = {
-      {"k", k.device}, {"v", v.device}, {"out", out.device}, {"lse", lse.device}};
-  for (const auto &[name, device] : devices) {
-    if (device != q.device) {
-      error = concat(name, " is on device ", device, " but q is on device ",
-                     q.device, "; all tensors must be on one device");
-      return false;
+  std::filesystem::path base = std::filesystem::path(planPath).parent_path();
+  std::map<std::string, std::vector<char>> cubins;
+  for (const plan::Kernel &kernel : parsed->kernels) {
+    if (cubins.count(kernel.cubin))
+      continue;
+    std::filesystem::path cubin(kernel.cubin);
+    if (cubin.is_relative())
+      cubin = base / cubin;
+    std::vector<char> image;
+    std::string readError;
+    if (!readFile(cubin.string(), image, readError, "cubin")) {
+      error = concat(planPath, ": kernel ", kernel.symbol, ": ", readError);
+      return nullptr;
     }
+    if (image.empty()) {
+      error = concat(planPath, ": kernel ", kernel.symbol, ": cubin ",
+                     cubin.string(), " is empty");
+      return nullptr;
+    }
+    cubins.emplace(kernel.cubin, std::move(image));
   }
+  return create(std::move(*parsed), std::move(cubins), error, planPath);
+}
 
-  LaunchDims dims;
-  dims.batch = q.sizes[0];
-  dims.seqlenQ = q.sizes[1];
-  dims.headsQ = q.sizes[2];
-  dims.seqlenK = k.sizes[1];
-  dims.headsKV = k.sizes[2];
-  if (k.sizes[0] != dims.batch || v.sizes[0] != dims.batch) {
-    error = concat("batch sizes differ: q has ", dims.batch, ", k has ",
-                   k.sizes[0], ", v has ", v.sizes[0]);
-    return false;
-  }
-  if (v.sizes[1] != dims.seqlenK) {
-    error = concat("k and v must have the same seqlen, but k has ",
-                   dims.seqlenK, " and v has ", v.sizes[1]);
-    return false;
-  }
-  if (v.sizes[2] != dims.headsKV) {
-    error = concat("k and v must have the same number of heads, but k has ",
-                   dims.headsKV, " and v has ", v.sizes[2]);
-    return false;
-  }
-  if (dims.headsKV == 0 && dims.headsQ != 0) {
-    error = concat("k and v have 0 heads but q has ", dims.headsQ);
-    return false;
-  }
-  if (dims.headsKV != 0 && dims.headsQ % dims.headsKV != 0) {
-    error = concat("q heads (", dims.headsQ,
-                   ") must be a multiple of k/v heads (", dims.headsKV,
-                   ") for grouped-query attention");
-    return false;
-  }
-  const int64_t expectedOut[4] = {dims.batch, dims.seqlenQ, dims.headsQ,
-                                  m.headDimV};
-  if (!std::equal(std::begin(expectedOut), std::end(expectedOut), out.sizes)) {
-    error = concat("out has shape ", formatList(out.sizes), ", expected ",
-                   formatList(expectedOut),
-                   " (batch, seqlen_q, heads_q, head_dim_v)");
-    return false;
-  }
-  if (lse.dtype != DType::F32) {
-    error = concat("lse has dtype ", stringifyDType(lse.dtype),
-                   ", expected f32 (float32)");
-    return false;
-  }
-  const int64_t expectedLse[3] = {dims.batch, dims.headsQ, dims.seqlenQ};
-  if (!std::equal(std::begin(expectedLse), std::end(expectedLse), lse.sizes)) {
-    error = concat("lse has shape ", formatList(lse.sizes), ", expected ",
-                   formatList(expectedLse), " (batch, heads_q, seqlen_q)");
-    return false;
-  }
+//===----------------------------------------------------------------------===//
+// KernelFamily: checks
+//===----------------------------------------------------------------------===//
 
-  dims.empty = dims.batch == 0 || dims.headsQ == 0;
-  if (!dims.empty) {
-    if (dims.seqlenQ < 1 || dims.seqlenK < 1) {
-      error = concat("seqlens must be >= 1, got seqlen_q = ", dims.seqlenQ,
-                     ", seqlen_k = ", dims.seqlenK);
-      return false;
-    }
-    const std::pair<const char *, int64_t> sizes[] = {
-        {"batch", dims.batch},     {"seqlen_q", dims.seqlenQ},
-        {"seqlen_k", dims.seqlenK}, {"heads_q", dims.headsQ},
-        {"heads_kv", dims.headsKV}};
-    for (const auto &[name, value] : sizes) {
-      if (value > kI32Max) {
-        error = concat(name, " = ", value, " does not fit a 32-bit integer");
-        return false;
-      }
-    }
-    if (dims.headsQ > kGridYZMax) {
-      error = concat("heads_q = ", dims.headsQ, " exceeds the grid y limit ",
-                     kGridYZMax);
-      return false;
-    }
-    if (dims.batch > kGridYZMax) {
-      error = concat("batch = ", dims.batch, " exceeds the grid z limit ",
-                     kGridYZMax);
-      return false;
-    }
-    if (!checkLayout("q", q.data, q.sizes, q.strides, q.dtype, 3, error) ||
-        !checkLayout("k", k.data, k.sizes, k.strides, k.dtype, 3, error) ||
-        !checkLayout("v", v.data, v.sizes, v.strides, v.dtype, 3, error) ||
-        !checkLayout("out", out.data, out.sizes, out.strides, out.dtype, 3,
-                     error) ||
-        !checkNoOverlap("out", out.sizes, out.strides, error) ||
-        !checkLayout("lse", lse.data, lse.sizes, lse.strides, lse.dtype, 2,
-                     error) ||
-        !checkNoOverlap("lse", lse.sizes, lse.strides, error))
-      return false;
+namespace {
+
+/// Checks one tensor argument's kind-independent properties: dtype, rank,
+/// stride count, non-negative sizes, device.
+bool checkTensorDescription(const plan::LaunchPlan &plan, const Argument &a,
+                            const TensorArg &t, std::string &error) {
+  if (t.dtype != a.dtype) {
+    error = concat(a.name, " has dtype ", plan::stringifyDType(t.dtype),
+                   ", but ", plan.name, " takes ",
+                   plan::stringifyDType(a.dtype));
+    return false;
   }
-  dims.grid[0] = (dims.seqlenQ + m.config.tileM - 1) / m.config.tileM;
-  dims.grid[1] = dims.headsQ;
-  dims.grid[2] = dims.batch;
-  if (dimsOut)
-    *dimsOut = dims;
+  if (static_cast<int64_t>(t.sizes.size()) != a.getRank()) {
+    error = concat(a.name, " has rank ", t.sizes.size(), " (shape ",
+                   formatList(t.sizes), "), but ", plan.name, " takes rank ",
+                   a.getRank(), " ", describeShape(a));
+    return false;
+  }
+  if (t.strides.size() != t.sizes.size()) {
+    error = concat(a.name, " has ", t.sizes.size(), " sizes but ",
+                   t.strides.size(), " strides");
+    return false;
+  }
+  for (int64_t s : t.sizes) {
+    if (s < 0) {
+      error = concat(a.name, " has a negative size: ", formatList(t.sizes));
+      return false;
+    }
+  }
+  // Bound the element count, so that later products cannot overflow.
+  int64_t n = 1;
+  for (int64_t s : t.sizes) {
+    if (__builtin_mul_overflow(n, s, &n)) {
+      error = concat(a.name, " has too many elements: shape ",
+                     formatList(t.sizes));
+      return false;
+    }
+  }
+  if (t.device < 0) {
+    error = concat(a.name, " is not on a CUDA device (device ", t.device,
+                   ")");
+    return false;
+  }
   return true;
 }
 
-void *FlashKernel::getFunction(void *context, int device, std::string &error) {
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const LoadedModule &m : loaded)
-    if (m.context == context)
-      return m.function;
-  std::string ignored;
-  const Driver *drv = getDriver(ignored);
-  const KernelMetadata &meta = metadata;
-
-  // A PTX image must be NUL-terminated; a cubin (ELF) is used as is.
-  std::vector<char> terminated;
-  const void *data = image.data();
-  bool isElf = image.size() >= 4 && std::memcmp(image.data(), "\x7f" "ELF", 4) == 0;
-  if (!isElf) {
-    terminated = image;
-    terminated.push_back('\0');
-    data = terminated.data();
+/// Layout rules of a tensor argument: null pointer, strides, alignment.
+bool checkLayout(const Argument &a, const TensorArg &t, std::string &error) {
+  if (getNumElements(t) == 0)
+    return true; // nothing is read or written
+  if (!t.data) {
+    error = concat(a.name, " data pointer is null");
+    return false;
   }
-  CUhandle module = nullptr;
-  CUresult code = drv->cuModuleLoadData(&module, data);
-  if (code == kCudaErrorNoBinaryForGpu) {
-    error = concat(meta.cubinPath, ": cuModuleLoadData failed: ",
-                   drv->errorText(code), "; the cubin is for ",
-                   !meta.isa.empty() ? meta.isa
-                   : !meta.arch.empty() ? meta.arch
-                                        : std::string("an unknown chip"),
-                   ", which device ", device, " cannot run");
-    return nullptr;
+  size_t rank = t.sizes.size();
+  for (size_t d = 0; d < rank; ++d) {
+    if (t.strides[d] < 0) {
+      error = concat(a.name, " has a negative stride ", t.strides[d],
+                     " in dim ", d, " (strides ", formatList(t.strides),
+                     "); strides must be >= 0");
+      return false;
+    }
   }
-  if (!drv->check(code, concat("cuModuleLoadData(", meta.cubinPath, ")"),
-                  error))
-    return nullptr;
-  CUhandle function = nullptr;
-  if (!drv->check(drv->cuModuleGetFunction(&function, module,
-                                           meta.kernelName.c_str()),
-                  concat("cuModuleGetFunction(\"", meta.kernelName, "\") in ",
-                         meta.cubinPath),
-                  error)) {
-    drv->cuModuleUnload(module);
-    return nullptr;
+  if (a.contiguousLastDim && rank > 0 && t.sizes[rank - 1] > 1 &&
+      t.strides[rank - 1] != 1) {
+    error = concat(a.name,
+                   " must be contiguous in its last dim (stride 1), but has "
+                   "strides ",
+                   formatList(t.strides), " for shape ", formatList(t.sizes));
+    return false;
   }
-  if (meta.dynamicSmemBytes > kStaticSmemLimit &&
-      !drv->check(drv->cuFuncSetAttribute(
-                      function, kFuncAttributeMaxDynamicSharedSizeBytes,
-                      static_cast<int>(meta.dynamicSmemBytes)),
-                  concat("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES = ",
-                         meta.dynamicSmemBytes, ") for ", meta.kernelName),
-                  error)) {
-    drv->cuModuleUnload(module);
-    return nullptr;
+  if (a.strideMultiple > 1) {
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (t.sizes[d] <= 1)
+        continue; // a size-1 dim is never stepped: its stride is unused
+      if (t.strides[d] % a.strideMultiple != 0) {
+        error = concat(a.name, " stride ", t.strides[d], " of dim ", d,
+                       " is not a multiple of ", a.strideMultiple,
+                       " elements (", a.strideMultiple *
+                                          plan::getDTypeSize(a.dtype),
+                       " bytes); strides ", formatList(t.strides),
+                       ", shape ", formatList(t.sizes));
+        return false;
+      }
+    }
   }
-  loaded.push_back({context, module, function});
-  return function;
+  uintptr_t address = reinterpret_cast<uintptr_t>(t.data);
+  if (address % static_cast<uintptr_t>(a.alignBytes) != 0) {
+    error = concat(a.name, " data pointer ", formatPointer(address),
+                   " is not ", a.alignBytes, "-byte aligned");
+    return false;
+  }
+  return true;
 }
 
-bool FlashKernel::launch(const TensorArg &q, const TensorArg &k,
-                         const TensorArg &v, const TensorArg &out,
-                         const LseArg &lse, float softmaxScale, void *stream,
-                         std::string &error) {
-  LaunchDims dims;
-  if (!check(q, k, v, out, lse, error, &dims))
-    return false;
-  float scale = std::isnan(softmaxScale)
-                    ? static_cast<float>(metadata.softmaxScale)
-                    : softmaxScale;
-  if (!std::isfinite(scale)) {
-    error = concat("softmax_scale = ", softmaxScale, " is not finite");
+/// The value of a scalar argument, checked against its dtype.
+bool resolveScalar(const Argument &a, const ArgValue &v, double &value,
+                   int64_t &intValue, std::string &error) {
+  if (isFloatDType(a.dtype)) {
+    value = v.isInteger ? static_cast<double>(v.intValue) : v.floatValue;
+    if (!std::isfinite(value) || std::fabs(value) > getFloatMax(a.dtype)) {
+      error = concat(a.name, " = ", formatDouble(value),
+                     " is not a finite ", plan::stringifyDType(a.dtype),
+                     " value");
+      return false;
+    }
+    intValue = 0;
+    return true;
+  }
+  if (v.isInteger) {
+    intValue = v.intValue;
+  } else {
+    double d = v.floatValue;
+    if (!std::isfinite(d) || std::nearbyint(d) != d || std::fabs(d) > 9.0e18) {
+      error = concat(a.name, " = ", formatDouble(d), " is not an integer (",
+                     plan::stringifyDType(a.dtype), ")");
+      return false;
+    }
+    intValue = static_cast<int64_t>(d);
+  }
+  if (a.dtype == DType::I32 && (intValue < kI32Min || intValue > kI32Max)) {
+    error = concat(a.name, " = ", intValue, " does not fit i32");
     return false;
   }
-  if (dims.empty)
-    return true;
+  value = static_cast<double>(intValue);
+  return true;
+}
 
-  // Pack the parameters in the metadata's order and types.
-  union Slot {
-    void *ptr;
-    int32_t i32;
-    int64_t i64;
-    float f32;
-  };
-  std::vector<Slot> slots(metadata.params.size());
-  std::vector<void *> kernelParams(metadata.params.size());
-  for (size_t i = 0; i < metadata.params.size(); ++i) {
-    const KernelParam &p = metadata.params[i];
-    const std::string &n = p.name;
-    Slot &slot = slots[i];
-    kernelParams[i] = &slot;
-    if (p.type == ParamType::Ptr) {
-      slot.ptr = n == "q"   ? q.data
-                 : n == "k" ? k.data
-                 : n == "v" ? v.data
-                 : n == "o" ? out.data
-                            : lse.data;
-      continue;
+/// The message of a shape entry that differs from the sizes.
+std::string describeShapeMismatch(const plan::LaunchPlan &plan,
+                                  const std::vector<ArgValue> &args,
+                                  const Argument &a, const TensorArg &t,
+                                  size_t d, const Expr &expr,
+                                  int64_t expected) {
+  std::string head = concat(a.name, " has ", t.sizes[d], " in dim ", d,
+                            " (shape ", formatList(t.sizes), ")");
+  if (expr.op == Expr::Op::Name) {
+    for (const plan::SizeBinding &size : plan.sizes) {
+      if (size.name != expr.name)
+        continue;
+      int64_t other = plan.indexOfArgument(size.arg);
+      const TensorArg &o = args[other].tensor;
+      return concat(head, ", but ", size.arg, " has ", expected, " in dim ",
+                    size.dim, " (shape ", formatList(o.sizes),
+                    "); both are ", size.name);
     }
-    if (p.type == ParamType::F32) {
-      slot.f32 = scale;
+  }
+  if (expr.op == Expr::Op::Const)
+    return concat(head, ", expected ", expected, " ", describeShape(a));
+  return concat(head, ", expected ", plan::toString(expr), " = ", expected,
+                " ", describeShape(a));
+}
+
+/// The integer value of a non-pointer, non-float parameter.
+bool getIntParamValue(const plan::LaunchPlan &plan, const plan::Param &param,
+                      const std::vector<ArgValue> &args,
+                      const CheckedLaunch &checked, int64_t &value,
+                      std::string &error) {
+  const ParamSource &src = param.source;
+  switch (src.kind) {
+  case ParamSource::Kind::Dim:
+  case ParamSource::Kind::Stride: {
+    const TensorArg &t = args[plan.indexOfArgument(src.arg)].tensor;
+    value = src.kind == ParamSource::Kind::Dim ? t.sizes[src.index]
+                                               : t.strides[src.index];
+    return true;
+  }
+  case ParamSource::Kind::Scalar:
+    value = checked.scalarInts[plan.indexOfArgument(src.arg)];
+    return true;
+  case ParamSource::Kind::Value: {
+    std::optional<int64_t> v = plan::evaluate(src.value, checked.sizes, error);
+    if (!v) {
+      error = concat("parameter ", param.name, " = ",
+                     plan::toString(src.value), ": ", error);
+      return false;
+    }
+    value = *v;
+    return true;
+  }
+  default:
+    error = concat("parameter ", param.name, " is not an integer");
+    return false;
+  }
+}
+
+/// Checks the values of `kernel`'s parameters against their types.
+bool checkParamValues(const plan::LaunchPlan &plan, const plan::Kernel &kernel,
+                      const std::vector<ArgValue> &args,
+                      const CheckedLaunch &checked, std::string &error) {
+  for (const plan::Param &param : kernel.params) {
+    if (param.type == ParamType::Ptr)
+      continue;
+    if (param.type == ParamType::F32) {
+      double v = checked.scalarValues[plan.indexOfArgument(param.source.arg)];
+      if (!std::isfinite(v) || std::fabs(v) > FLT_MAX) {
+        error = concat("kernel parameter ", param.name, " = ",
+                       formatDouble(v), " of ", kernel.symbol,
+                       " does not fit f32");
+        return false;
+      }
       continue;
     }
     int64_t value = 0;
-    auto strideOf = [&](const TensorArg &t, std::string_view which) {
-      return which == "batch" ? t.strides[0]
-             : which == "seq" ? t.strides[1]
-                              : t.strides[2];
-    };
-    auto suffix = [&](size_t prefixLen) {
-      return std::string_view(n).substr(prefixLen + std::strlen("_stride_"));
-    };
-    if (n == "batch")
-      value = dims.batch;
-    else if (n == "seqlen_q")
-      value = dims.seqlenQ;
-    else if (n == "seqlen_k")
-      value = dims.seqlenK;
-    else if (n == "heads_q")
-      value = dims.headsQ;
-    else if (n == "heads_kv")
-      value = dims.headsKV;
-    else if (n == "head_dim")
-      value = metadata.headDim;
-    else if (n == "head_dim_v")
-      value = metadata.headDimV;
-    else if (n.rfind("lse_stride_", 0) == 0)
-      value = suffix(3) == "batch"  ? lse.strides[0]
-              : suffix(3) == "head" ? lse.strides[1]
-                                    : lse.strides[2];
-    else if (n.rfind("q_stride_", 0) == 0)
-      value = strideOf(q, suffix(1));
-    else if (n.rfind("k_stride_", 0) == 0)
-      value = strideOf(k, suffix(1));
-    else if (n.rfind("v_stride_", 0) == 0)
-      value = strideOf(v, suffix(1));
-    else if (n.rfind("o_stride_", 0) == 0)
-      value = strideOf(out, suffix(1));
-    if (p.type == ParamType::I32) {
-      if (value < std::numeric_limits<int32_t>::min() || value > kI32Max) {
-        error = concat("kernel parameter ", n, " = ", value,
-                       " does not fit i32");
+    if (!getIntParamValue(plan, param, args, checked, value, error))
+      return false;
+    if (param.type == ParamType::I32 && (value < kI32Min || value > kI32Max)) {
+      error = concat("kernel parameter ", param.name, " = ", value, " of ",
+                     kernel.symbol, " does not fit i32");
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
+                         CheckedLaunch *checkedOut,
+                         std::optional<int64_t> numSms) const {
+  CheckedLaunch local;
+  CheckedLaunch &c = checkedOut ? *checkedOut : local;
+  c = CheckedLaunch();
+  const std::vector<Argument> &arguments = plan.arguments;
+  if (args.size() != arguments.size()) {
+    std::string names;
+    for (const Argument &a : arguments)
+      names += (names.empty() ? "" : ", ") + a.name;
+    error = concat(plan.name, " takes ", arguments.size(), " arguments (",
+                   names, "), got ", args.size());
+    return false;
+  }
+
+  // Kinds, dtypes, ranks, devices, scalar values.
+  c.scalarValues.assign(args.size(), 0.0);
+  c.scalarInts.assign(args.size(), 0);
+  const Argument *deviceArg = nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Argument &a = arguments[i];
+    const ArgValue &v = args[i];
+    if (a.kind == ArgKind::Tensor) {
+      if (v.kind != ArgValue::Kind::Tensor) {
+        error = v.kind == ArgValue::Kind::Absent
+                    ? concat("missing ",
+                             a.role == ArgRole::Output ? "output" : "input",
+                             " tensor ", a.name)
+                    : concat(a.name, " must be a tensor, got a scalar");
         return false;
       }
-      slot.i32 = static_cast<int32_t>(value);
-    } else {
-      slot.i64 = value;
+      if (!checkTensorDescription(plan, a, v.tensor, error))
+        return false;
+      if (!deviceArg) {
+        deviceArg = &a;
+        c.device = v.tensor.device;
+      } else if (v.tensor.device != c.device) {
+        error = concat(a.name, " is on device ", v.tensor.device, " but ",
+                       deviceArg->name, " is on device ", c.device,
+                       "; all tensors must be on one device");
+        return false;
+      }
+      continue;
+    }
+    ArgValue value = v;
+    if (v.kind == ArgValue::Kind::Absent) {
+      if (!a.defaultValue) {
+        error = concat("missing scalar ", a.name, " (",
+                       plan::stringifyDType(a.dtype), ")");
+        return false;
+      }
+      value = ArgValue::scalar(*a.defaultValue);
+    } else if (v.kind == ArgValue::Kind::Tensor) {
+      error = concat(a.name, " must be a scalar (",
+                     plan::stringifyDType(a.dtype), "), got a tensor");
+      return false;
+    }
+    if (!resolveScalar(a, value, c.scalarValues[i], c.scalarInts[i], error))
+      return false;
+  }
+
+  // Sizes, then every shape entry against them.
+  for (const plan::SizeBinding &size : plan.sizes) {
+    const TensorArg &t = args[plan.indexOfArgument(size.arg)].tensor;
+    c.sizes[size.name] = t.sizes[size.dim];
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Argument &a = arguments[i];
+    if (a.kind != ArgKind::Tensor)
+      continue;
+    const TensorArg &t = args[i].tensor;
+    for (size_t d = 0; d < a.shape.size(); ++d) {
+      if (!a.shape[d])
+        continue;
+      std::optional<int64_t> expected =
+          plan::evaluate(*a.shape[d], c.sizes, error);
+      if (!expected) {
+        error = concat("the shape of ", a.name, " in dim ", d, " (",
+                       plan::toString(*a.shape[d]), ") cannot be computed: ",
+                       error);
+        return false;
+      }
+      if (*expected != t.sizes[d]) {
+        error = describeShapeMismatch(plan, args, a, t, d, *a.shape[d],
+                                      *expected);
+        return false;
+      }
     }
   }
 
-  const Driver *drv = getDriver(error);
-  if (!drv)
+  // The plan's checks.
+  for (const plan::Check &check : plan.checks) {
+    std::optional<int64_t> holds =
+        plan::evaluate(check.condition, c.sizes, error);
+    if (!holds) {
+      error = concat(check.message, ": the check ",
+                     plan::toString(check.condition),
+                     " cannot be evaluated: ", error,
+                     describeValues(check.condition, c.sizes));
+      return false;
+    }
+    if (*holds == 0) {
+      error = check.message + describeValues(check.condition, c.sizes);
+      return false;
+    }
+  }
+
+  // Layouts, then overlaps of outputs with anything else.
+  for (size_t i = 0; i < args.size(); ++i)
+    if (arguments[i].kind == ArgKind::Tensor &&
+        !checkLayout(arguments[i], args[i].tensor, error))
+      return false;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges(args.size(), {0, 0});
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (arguments[i].kind != ArgKind::Tensor ||
+        getNumElements(args[i].tensor) == 0)
+      continue;
+    if (!getByteRange(args[i].tensor, ranges[i].first, ranges[i].second)) {
+      error = concat(arguments[i].name, " spans more bytes than an address ",
+                     "can hold (shape ", formatList(args[i].tensor.sizes),
+                     ", strides ", formatList(args[i].tensor.strides), ")");
+      return false;
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Argument &a = arguments[i];
+    if (a.kind != ArgKind::Tensor || a.role != ArgRole::Output ||
+        ranges[i].first == ranges[i].second)
+      continue;
+    const TensorArg &t = args[i].tensor;
+    if (!hasDistinctElements(t)) {
+      error = concat(a.name, " has overlapping elements (strides ",
+                     formatList(t.strides), " for shape ",
+                     formatList(t.sizes),
+                     "); an output needs distinct addresses");
+      return false;
+    }
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (j == i || ranges[j].first == ranges[j].second)
+        continue;
+      if (ranges[i].first < ranges[j].second &&
+          ranges[j].first < ranges[i].second) {
+        error = concat(a.name, " overlaps ", arguments[j].name, ": ", a.name,
+                       " spans [", formatPointer(ranges[i].first), ", ",
+                       formatPointer(ranges[i].second), ") and ",
+                       arguments[j].name, " spans [",
+                       formatPointer(ranges[j].first), ", ",
+                       formatPointer(ranges[j].second),
+                       "); an output must not share memory with another "
+                       "argument");
+        return false;
+      }
+    }
+  }
+
+  // The kernels to run.
+  if (numSms)
+    c.sizes["num_sms"] = *numSms;
+  if (plan.dispatch.empty() || !numSms) {
+    for (size_t k = 0; k < plan.kernels.size(); ++k)
+      c.kernels.push_back(static_cast<int64_t>(k));
+  } else {
+    bool found = false;
+    for (const plan::DispatchCase &entry : plan.dispatch) {
+      std::optional<int64_t> holds =
+          plan::evaluate(entry.condition, c.sizes, error);
+      if (!holds) {
+        error = concat("the dispatch condition ",
+                       plan::toString(entry.condition),
+                       " cannot be evaluated: ", error);
+        return false;
+      }
+      if (*holds) {
+        c.kernels = entry.kernels;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      std::string values;
+      for (const auto &[name, value] : c.sizes)
+        values += (values.empty() ? "" : ", ") + concat(name, " = ", value);
+      error = concat("no dispatch case of ", plan.name, " applies (", values,
+                     ")");
+      return false;
+    }
+  }
+
+  // Workspaces, grids and parameter values.
+  for (const plan::Workspace &ws : plan.workspaces) {
+    std::optional<int64_t> bytes = plan::evaluate(ws.bytes, c.sizes, error);
+    if (!bytes) {
+      error = concat("workspace ", ws.name, " (", plan::toString(ws.bytes),
+                     " bytes): ", error);
+      return false;
+    }
+    if (*bytes < 0) {
+      error = concat("workspace ", ws.name, " has a negative size: ",
+                     describeExprValue(ws.bytes, *bytes, c.sizes));
+      return false;
+    }
+    c.workspaceBytes.push_back(*bytes);
+  }
+  c.grids.assign(plan.kernels.size(), {0, 0, 0});
+  static const char *const kAxis[] = {"x", "y", "z"};
+  for (int64_t k : c.kernels) {
+    const plan::Kernel &kernel = plan.kernels[k];
+    std::array<int64_t, 3> &grid = c.grids[k];
+    bool empty = false;
+    for (int d = 0; d < 3; ++d) {
+      std::optional<int64_t> v = plan::evaluate(kernel.grid[d], c.sizes, error);
+      if (!v) {
+        error = concat("grid ", kAxis[d], " of ", kernel.symbol, " (",
+                       plan::toString(kernel.grid[d]), "): ", error);
+        return false;
+      }
+      if (*v < 0) {
+        error = concat("grid ", kAxis[d], " of ", kernel.symbol, " is ",
+                       describeExprValue(kernel.grid[d], *v, c.sizes),
+                       ", which is negative");
+        return false;
+      }
+      grid[d] = *v;
+      empty = empty || *v == 0;
+    }
+    if (empty)
+      continue; // not launched
+    for (int d = 0; d < 3; ++d) {
+      int64_t limit = d == 0 ? kGridXMax : kGridYZMax;
+      if (grid[d] > limit) {
+        error = concat("grid ", kAxis[d], " of ", kernel.symbol, " is ",
+                       describeExprValue(kernel.grid[d], grid[d], c.sizes),
+                       ", over the CUDA limit ", limit);
+        return false;
+      }
+    }
+    if (!checkParamValues(plan, kernel, args, c, error))
+      return false;
+  }
+  return true;
+}
+
+std::optional<std::vector<OutputShape>>
+KernelFamily::getOutputShapes(const std::vector<ArgValue> &args,
+                              std::string &error) const {
+  const std::vector<Argument> &arguments = plan.arguments;
+  if (args.size() != arguments.size()) {
+    error = concat(plan.name, " takes ", arguments.size(), " arguments, got ",
+                   args.size());
+    return std::nullopt;
+  }
+  // Every input must be given and well-formed; the sizes come from them.
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Argument &a = arguments[i];
+    if (a.kind != ArgKind::Tensor || a.role != ArgRole::Input)
+      continue;
+    if (args[i].kind != ArgValue::Kind::Tensor) {
+      error = concat("missing input tensor ", a.name);
+      return std::nullopt;
+    }
+    if (!checkTensorDescription(plan, a, args[i].tensor, error))
+      return std::nullopt;
+  }
+  plan::Env sizes;
+  for (const plan::SizeBinding &size : plan.sizes) {
+    int64_t index = plan.indexOfArgument(size.arg);
+    if (arguments[index].role == ArgRole::Output)
+      continue; // outputs are what is being computed
+    sizes[size.name] = args[index].tensor.sizes[size.dim];
+  }
+  std::vector<OutputShape> outputs;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Argument &a = arguments[i];
+    if (a.kind != ArgKind::Tensor || a.role != ArgRole::Output)
+      continue;
+    OutputShape out;
+    out.argument = static_cast<int64_t>(i);
+    out.name = a.name;
+    out.dtype = a.dtype;
+    for (size_t d = 0; d < a.shape.size(); ++d) {
+      if (!a.shape[d]) {
+        error = concat("the shape of output ", a.name, " ", describeShape(a),
+                       " leaves dim ", d, " free; pass ", a.name,
+                       " explicitly");
+        return std::nullopt;
+      }
+      std::optional<int64_t> v = plan::evaluate(*a.shape[d], sizes, error);
+      if (!v) {
+        error = concat("the shape of output ", a.name, " in dim ", d, " (",
+                       plan::toString(*a.shape[d]), ") cannot be computed: ",
+                       error);
+        return std::nullopt;
+      }
+      if (*v < 0) {
+        error = concat("the shape of output ", a.name, " in dim ", d, " is ",
+                       describeExprValue(*a.shape[d], *v, sizes),
+                       ", which is negative");
+        return std::nullopt;
+      }
+      out.sizes.push_back(*v);
+    }
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+bool KernelFamily::packParams(size_t kernelIndex,
+                              const std::vector<ArgValue> &args,
+                              const CheckedLaunch &checked,
+                              const std::vector<void *> &workspaces,
+                              PackedParams &packed, std::string &error) const {
+  if (kernelIndex >= plan.kernels.size()) {
+    error = concat("kernel index ", kernelIndex, " is out of range (",
+                   plan.kernels.size(), " kernels)");
     return false;
-  ScopedDeviceContext context(*drv, q.device, error);
+  }
+  const plan::Kernel &kernel = plan.kernels[kernelIndex];
+  size_t n = kernel.params.size();
+  packed.slots.assign(n, 0);
+  packed.pointers.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const plan::Param &param = kernel.params[i];
+    uint64_t &slot = packed.slots[i];
+    packed.pointers[i] = &slot;
+    const ParamSource &src = param.source;
+    switch (param.type) {
+    case ParamType::Ptr: {
+      void *ptr = nullptr;
+      if (src.kind == ParamSource::Kind::Data) {
+        ptr = args[plan.indexOfArgument(src.arg)].tensor.data;
+      } else {
+        size_t w = 0;
+        while (w < plan.workspaces.size() && plan.workspaces[w].name != src.arg)
+          ++w;
+        if (w >= workspaces.size()) {
+          error = concat("no device pointer for workspace ", src.arg);
+          return false;
+        }
+        ptr = workspaces[w];
+      }
+      std::memcpy(&slot, &ptr, sizeof(ptr));
+      break;
+    }
+    case ParamType::F32: {
+      float f = static_cast<float>(
+          checked.scalarValues[plan.indexOfArgument(src.arg)]);
+      std::memcpy(&slot, &f, sizeof(f));
+      break;
+    }
+    case ParamType::I32:
+    case ParamType::I64: {
+      int64_t value = 0;
+      if (!getIntParamValue(plan, param, args, checked, value, error))
+        return false;
+      if (param.type == ParamType::I32) {
+        if (value < kI32Min || value > kI32Max) {
+          error = concat("kernel parameter ", param.name, " = ", value,
+                         " of ", kernel.symbol, " does not fit i32");
+          return false;
+        }
+        int32_t v32 = static_cast<int32_t>(value);
+        std::memcpy(&slot, &v32, sizeof(v32));
+      } else {
+        std::memcpy(&slot, &value, sizeof(value));
+      }
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelFamily: launching
+//===----------------------------------------------------------------------===//
+
+const std::vector<void *> *
+KernelFamily::getFunctions(void *context, bool isPrimary, int device,
+                           const std::vector<int64_t> &kernels,
+                           std::string &error) {
+  // Called with `mutex` held.
+  LoadedContext *loaded = nullptr;
+  for (const std::unique_ptr<LoadedContext> &entry : contexts)
+    if (entry->context == context)
+      loaded = entry.get();
+  if (!loaded) {
+    contexts.push_back(std::make_unique<LoadedContext>());
+    loaded = contexts.back().get();
+    loaded->context = context;
+    loaded->isPrimary = isPrimary;
+    loaded->modules.assign(images.size(), nullptr);
+    loaded->functions.assign(plan.kernels.size(), nullptr);
+  }
+  std::string ignored;
+  const Driver *drv = getDriver(ignored);
+  for (int64_t k : kernels) {
+    if (loaded->functions[k])
+      continue;
+    const plan::Kernel &kernel = plan.kernels[k];
+    size_t imageIndex = kernelImage[k];
+    void *&module = loaded->modules[imageIndex];
+    if (!module) {
+      // A PTX image must be NUL-terminated; a cubin (ELF) is used as is.
+      const std::vector<char> &image = images[imageIndex];
+      std::vector<char> terminated;
+      const void *data = image.data();
+      bool isElf = image.size() >= 4 &&
+                   std::memcmp(image.data(), "\x7f" "ELF", 4) == 0;
+      if (!isElf) {
+        terminated = image;
+        terminated.push_back('\0');
+        data = terminated.data();
+      }
+      CUresult code = drv->cuModuleLoadData(&module, data);
+      if (code == kCudaErrorNoBinaryForGpu) {
+        std::string ignoredError;
+        std::optional<int> major = getDeviceAttribute(
+            *drv, device, kDeviceAttributeComputeCapabilityMajor,
+            ignoredError);
+        std::optional<int> minor = getDeviceAttribute(
+            *drv, device, kDeviceAttributeComputeCapabilityMinor,
+            ignoredError);
+        std::string capability =
+            major && minor ? concat(*major, ".", *minor, " (sm_", *major,
+                                    *minor, ")")
+                           : std::string("unknown");
+        error = concat("cuModuleLoadData(", kernel.cubin,
+                       ") failed: ", drv->errorText(code), "; the cubin is ",
+                       "for ", plan.isa, " but device ", device,
+                       " has compute capability ", capability);
+        module = nullptr;
+        return nullptr;
+      }
+      if (!drv->check(code, concat("cuModuleLoadData(", kernel.cubin, ")"),
+                      error)) {
+        module = nullptr;
+        return nullptr;
+      }
+    }
+    CUhandle function = nullptr;
+    if (!drv->check(
+            drv->cuModuleGetFunction(&function, module, kernel.symbol.c_str()),
+            concat("cuModuleGetFunction(\"", kernel.symbol, "\") in ",
+                   kernel.cubin),
+            error))
+      return nullptr;
+    if (kernel.dynamicSmemBytes > kStaticSmemLimit &&
+        !drv->check(drv->cuFuncSetAttribute(
+                        function, kFuncAttributeMaxDynamicSharedSizeBytes,
+                        static_cast<int>(kernel.dynamicSmemBytes)),
+                    concat("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES"
+                           " = ",
+                           kernel.dynamicSmemBytes, ") for ", kernel.symbol),
+                    error))
+      return nullptr;
+    loaded->functions[k] = function;
+  }
+  return &loaded->functions;
+}
+
+bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
+                          std::string &error, const LaunchOptions &options) {
+  CheckedLaunch checked;
+  const Driver *drv = nullptr;
+  // The dispatch rule needs the multiprocessor count of the tensors' device.
+  int tensorDevice = -1;
+  if (args.size() == plan.arguments.size())
+    for (size_t i = 0; i < args.size() && tensorDevice < 0; ++i)
+      if (plan.arguments[i].kind == ArgKind::Tensor &&
+          args[i].kind == ArgValue::Kind::Tensor)
+        tensorDevice = args[i].tensor.device;
+  if (!plan.dispatch.empty() && tensorDevice >= 0) {
+    if (!(drv = getDriver(error)))
+      return false;
+    CUdevice device = -1;
+    if (!drv->check(drv->cuDeviceGet(&device, tensorDevice),
+                    concat("cuDeviceGet(", tensorDevice, ")"), error))
+      return false;
+    std::optional<int> numSms = getDeviceAttribute(
+        *drv, device, kDeviceAttributeMultiprocessorCount, error);
+    if (!numSms || !check(args, error, &checked, *numSms))
+      return false;
+  } else if (!check(args, error, &checked)) {
+    return false;
+  }
+  std::vector<int64_t> toLaunch;
+  for (int64_t k : checked.kernels) {
+    const std::array<int64_t, 3> &g = checked.grids[k];
+    if (g[0] > 0 && g[1] > 0 && g[2] > 0)
+      toLaunch.push_back(k);
+  }
+  if (toLaunch.empty())
+    return true; // empty problem: nothing to do, no GPU needed
+  if (!drv && !(drv = getDriver(error)))
+    return false;
+  int device = checked.device;
+  if (device < 0) {
+    // No tensor argument: the current context's device, else device 0.
+    CUdevice current = 0;
+    CUhandle ctx = nullptr;
+    if (drv->cuCtxGetCurrent(&ctx) == kCudaSuccess && ctx &&
+        drv->cuCtxGetDevice(&current) == kCudaSuccess)
+      device = current;
+    else
+      device = 0;
+  }
+  ScopedDeviceContext context(*drv, device, error);
   if (!context.get())
     return false;
-  void *function = getFunction(context.get(), q.device, error);
-  if (!function)
-    return false;
-  const int64_t *g = dims.grid;
-  const int64_t *b = metadata.block;
-  return drv->check(
-      drv->cuLaunchKernel(function, static_cast<unsigned>(g[0]),
-                          static_cast<unsigned>(g[1]),
-                          static_cast<unsigned>(g[2]),
-                          static_cast<unsigned>(b[0]),
-                          static_cast<unsigned>(b[1]),
-                          static_cast<unsigned>(b[2]),
-                          static_cast<unsigned>(metadata.dynamicSmemBytes),
-                          stream, kernelParams.data(), nullptr),
-      concat("cuLaunchKernel(", metadata.kernelName, ", grid ",
-             formatList(dims.grid), ", block ", formatList(metadata.block),
-             ", ", metadata.dynamicSmemBytes, " B dynamic smem)"),
-      error);
+
+  std::vector<void *> functions;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const std::vector<void *> *loaded = getFunctions(
+        context.get(), context.isPrimary(), device, toLaunch, error);
+    if (!loaded)
+      return false;
+    functions = *loaded;
+  }
+
+  // Workspaces: the caller's, or stream-ordered allocations freed after the
+  // kernels.
+  std::vector<void *> workspaces(plan.workspaces.size(), nullptr);
+  std::vector<CUdeviceptr> allocated;
+  auto freeAllocated = [&] {
+    for (CUdeviceptr ptr : allocated)
+      drv->cuMemFreeAsync(ptr, stream);
+  };
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    if (w < options.workspaces.size() && options.workspaces[w]) {
+      workspaces[w] = options.workspaces[w];
+      continue;
+    }
+    if (checked.workspaceBytes[w] == 0)
+      continue;
+    CUdeviceptr ptr = 0;
+    if (!drv->check(drv->cuMemAllocAsync(
+                        &ptr, static_cast<size_t>(checked.workspaceBytes[w]),
+                        stream),
+                    concat("cuMemAllocAsync(", checked.workspaceBytes[w],
+                           " bytes for workspace ", plan.workspaces[w].name,
+                           ")"),
+                    error)) {
+      freeAllocated();
+      return false;
+    }
+    allocated.push_back(ptr);
+    workspaces[w] = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
+  }
+
+  PackedParams packed;
+  for (int64_t k : toLaunch) {
+    const plan::Kernel &kernel = plan.kernels[k];
+    if (!packParams(static_cast<size_t>(k), args, checked, workspaces, packed,
+                    error)) {
+      freeAllocated();
+      return false;
+    }
+    const std::array<int64_t, 3> &g = checked.grids[k];
+    const int64_t *b = kernel.block;
+    CUresult code = drv->cuLaunchKernel(
+        functions[k], static_cast<unsigned>(g[0]), static_cast<unsigned>(g[1]),
+        static_cast<unsigned>(g[2]), static_cast<unsigned>(b[0]),
+        static_cast<unsigned>(b[1]), static_cast<unsigned>(b[2]),
+        static_cast<unsigned>(kernel.dynamicSmemBytes), stream,
+        packed.pointers.empty() ? nullptr : packed.pointers.data(), nullptr);
+    if (!drv->check(code,
+                    concat("cuLaunchKernel(", kernel.symbol, ", grid [", g[0],
+                           ", ", g[1], ", ", g[2], "], block [", b[0], ", ",
+                           b[1], ", ", b[2], "], ", kernel.dynamicSmemBytes,
+                           " B dynamic smem)"),
+                    error)) {
+      freeAllocated();
+      return false;
+    }
+  }
+  freeAllocated();
+  return true;
 }
+
+//===----------------------------------------------------------------------===//
+// Driver utilities
+//===----------------------------------------------------------------------===//
 
 bool flashtile::runtime::isDriverAvailable(std::string &error) {
   return getDriver(error) != nullptr;
+}
+
+std::optional<int> flashtile::runtime::getDeviceCount(std::string &error) {
+  const Driver *drv = getDriver(error);
+  if (!drv)
+    return std::nullopt;
+  int count = 0;
+  if (!drv->check(drv->cuDeviceGetCount(&count), "cuDeviceGetCount", error))
+    return std::nullopt;
+  return count;
+}
+
+namespace {
+
+/// Runs `fn(driver)` with a context of `device` current.
+template <typename Fn>
+bool withDevice(int device, std::string &error, Fn fn) {
+  const Driver *drv = getDriver(error);
+  if (!drv)
+    return false;
+  ScopedDeviceContext context(*drv, device, error);
+  if (!context.get())
+    return false;
+  return fn(*drv);
+}
+
+CUdeviceptr toDevicePtr(const void *p) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+}
+
+} // namespace
+
+void *flashtile::runtime::allocateDeviceMemory(int device, size_t bytes,
+                                               std::string &error) {
+  if (bytes == 0)
+    return nullptr;
+  CUdeviceptr ptr = 0;
+  bool ok = withDevice(device, error, [&](const Driver &drv) {
+    return drv.check(drv.cuMemAlloc(&ptr, bytes),
+                     concat("cuMemAlloc(", bytes, " bytes)"), error);
+  });
+  return ok ? reinterpret_cast<void *>(static_cast<uintptr_t>(ptr)) : nullptr;
+}
+
+bool flashtile::runtime::freeDeviceMemory(int device, void *ptr,
+                                          std::string &error) {
+  if (!ptr)
+    return true;
+  return withDevice(device, error, [&](const Driver &drv) {
+    return drv.check(drv.cuMemFree(toDevicePtr(ptr)), "cuMemFree", error);
+  });
+}
+
+bool flashtile::runtime::copyToDevice(int device, void *dst, const void *src,
+                                      size_t bytes, std::string &error) {
+  if (bytes == 0)
+    return true;
+  return withDevice(device, error, [&](const Driver &drv) {
+    return drv.check(drv.cuMemcpyHtoD(toDevicePtr(dst), src, bytes),
+                     "cuMemcpyHtoD", error);
+  });
+}
+
+bool flashtile::runtime::copyToHost(int device, void *dst, const void *src,
+                                    size_t bytes, std::string &error) {
+  if (bytes == 0)
+    return true;
+  return withDevice(device, error, [&](const Driver &drv) {
+    return drv.check(drv.cuMemcpyDtoH(dst, toDevicePtr(src), bytes),
+                     "cuMemcpyDtoH", error);
+  });
+}
+
+bool flashtile::runtime::synchronizeDevice(int device, std::string &error) {
+  return withDevice(device, error, [&](const Driver &drv) {
+    return drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize", error);
+  });
 }

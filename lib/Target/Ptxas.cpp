@@ -127,14 +127,15 @@ FailureOr<CubinResult> flashtile::assembleCubin(StringRef ptxas, StringRef ptx,
   if (execFailed)
     return emitError(loc) << "cannot run ptxas (" << command
                           << "): " << execError;
-  // ExecuteAndWait: -1 when the wait failed or timed out, -2 when the child
-  // crashed or was killed by a signal (execError names it).
-  if (rc == -1)
+  // ExecuteAndWait: -2 when the child crashed, was killed by a signal or ran
+  // past the limit (it is then killed; execError says "timed out"), -1 when
+  // the wait itself failed.
+  if (rc < 0 && StringRef(execError).contains("timed out"))
     return emitError(loc) << "ptxas did not finish within " << timeoutSeconds
                           << " s and was killed (" << command
                           << "); raise the limit with --ptxas-timeout"
                           << (execError.empty() ? "" : ": " + execError);
-  if (rc == -2)
+  if (rc < 0)
     return emitError(loc) << "ptxas was killed by a signal (" << command
                           << "): " << execError << "\n"
                           << result.log;

@@ -1,9 +1,22 @@
 """FlashTile's Python package.
 
-``flashtile.runtime`` loads a compiled kernel (its metadata JSON and cubin,
-as ``flashtile-compile --emit=cubin --metadata`` writes them) and launches it
-on CUDA torch tensors. It is pure Python (ctypes on the CUDA driver), so it
-runs where no LLVM/MLIR is installed.
+``flashtile.runtime`` loads a compiled kernel family (its launch plan,
+``NAME.plan.json``, and the cubins it names, as ``flashtile-compile
+--emit=cubin --plan`` writes them) and launches it on CUDA torch tensors
+through the C++ runtime (the ``flashtile._runtime`` extension, built with the
+project: ``PYTHONPATH=<build>/python_bindings``). It runs where no LLVM/MLIR is
+installed; importing it and loading a plan need neither torch nor a GPU.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+class FlashTileError(RuntimeError):
+    """A FlashTile kernel could not be loaded, checked or launched.
+
+    The message names the file, field or argument at fault and the numbers
+    involved.
+    """
+
+
+__all__ = ["FlashTileError", "__version__"]

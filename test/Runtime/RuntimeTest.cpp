@@ -1,83 +1,40 @@
 //===- RuntimeTest.cpp - The C++ run side ---------------------------------===//
 //
-// Metadata parsing, argument checks and the no-driver path of
-// FlashTileRuntime. None of it needs a GPU: launches are pointed at a
-// driver library that does not exist.
+// Loading plans, argument checks (with their exact messages), output shapes,
+// parameter packing and the no-driver path of FlashTileRuntime. None of it
+// needs a GPU: tensors are fake device addresses (checks never dereference
+// them) and the driver is pointed at a library that does not exist.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Runtime/Runtime.h"
+
+#include "ExamplePlan.h"
 
 #include "gtest/gtest.h"
 
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
 
+using namespace flashtile;
 using namespace flashtile::runtime;
+using plan::DType;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string exampleParams() {
-  std::string s = R"([{"name": "q", "type": "ptr"}, {"name": "k", "type": "ptr"},
-    {"name": "v", "type": "ptr"}, {"name": "o", "type": "ptr"},
-    {"name": "lse", "type": "ptr"},
-    {"name": "seqlen_q", "type": "i32"}, {"name": "seqlen_k", "type": "i32"},
-    {"name": "heads_q", "type": "i32"}, {"name": "heads_kv", "type": "i32"})";
-  for (const char *t : {"q", "k", "v", "o"})
-    for (const char *d : {"batch", "seq", "head"})
-      s += std::string(", {\"name\": \"") + t + "_stride_" + d +
-           "\", \"type\": \"i64\"}";
-  s += R"(, {"name": "lse_stride_batch", "type": "i64"},
-    {"name": "lse_stride_head", "type": "i64"},
-    {"name": "softmax_scale", "type": "f32"}])";
-  return s;
-}
+/// Every launch in this process sees no driver (set before the first use).
+const bool kNoDriver =
+    setenv("FLASHTILE_CUDA_DRIVER", "/nonexistent/libcuda.so", 1) == 0;
 
-/// The schema's example with `field` replaced by `value` (the raw JSON text
-/// of a value; empty removes the field).
-std::string exampleJson(const std::string &field = "",
-                        const std::string &value = "") {
-  std::vector<std::pair<std::string, std::string>> fields = {
-      {"format", "\"flashtile-kernel-v1\""},
-      {"kernel", "\"flash_fwd_bf16_d128_causal\""},
-      {"cubin", "\"flash_fwd_bf16_d128_causal.cubin\""},
-      {"arch", "\"sm_120\""},
-      {"isa", "\"sm_90\""},
-      {"code_path", "\"sm80\""},
-      {"dtype", "\"bf16\""},
-      {"head_dim", "128"},
-      {"head_dim_v", "128"},
-      {"causal", "true"},
-      {"window", "[-1, 0]"},
-      {"softmax_scale", "0.08838834764831845"},
-      {"config", R"({"tile_m": 128, "tile_n": 128, "stages": 1, "warps": 8,
-                     "q_in_regs": true})"},
-      {"block", "[256, 1, 1]"},
-      {"grid", R"J(["ceil_div(seqlen_q, 128)", "heads_q", "batch"])J"},
-      {"dynamic_smem_bytes", "65536"},
-      {"params", exampleParams()},
-      {"registers", "128"},
-      {"spill_stores", "0"},
-      {"spill_loads", "0"},
-  };
-  std::string json = "{\n";
-  bool first = true;
-  for (auto &[key, text] : fields) {
-    if (key == field) {
-      if (value.empty())
-        continue;
-      text = value;
-    }
-    json += (first ? "  \"" : ",\n  \"") + key + "\": " + text;
-    first = false;
-  }
-  return json + "\n}\n";
-}
+#define EXPECT_CONTAINS(haystack, needle)                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
+      << "'" << (haystack) << "' does not contain '" << (needle) << "'"
 
 /// A fresh folder under the system temp dir, removed on destruction.
 class TempDir {
@@ -95,324 +52,438 @@ public:
   }
   std::string write(const std::string &name, const std::string &content) {
     fs::path p = path / name;
-    fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary) << content;
     return p.string();
   }
   fs::path path;
 };
 
-std::optional<KernelMetadata> parse(const std::string &json,
-                                    std::string &error) {
-  return KernelMetadata::parse(json, "/kernels/k.json", error);
-}
-
-/// Parses `json`, expects failure, and returns the message.
-std::string parseError(const std::string &json) {
+std::unique_ptr<KernelFamily> makeFamily(const std::string &json) {
   std::string error;
-  EXPECT_FALSE(parse(json, error).has_value()) << json;
-  EXPECT_NE(error.find("/kernels/k.json"), std::string::npos) << error;
-  return error;
+  std::optional<plan::LaunchPlan> parsed = plan::parseJson(json, error);
+  EXPECT_TRUE(parsed.has_value()) << error;
+  if (!parsed)
+    return nullptr;
+  std::unique_ptr<KernelFamily> family = KernelFamily::create(
+      std::move(*parsed), {{"flash_fwd.cubin", {'n', 'o', 't'}}}, error);
+  EXPECT_TRUE(family) << error;
+  return family;
 }
 
-#define EXPECT_CONTAINS(haystack, needle)                                      \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos)             \
-      << "'" << (haystack) << "' does not contain '" << (needle) << "'"
+void *addr(uintptr_t a) { return reinterpret_cast<void *>(a); }
 
-TEST(RuntimeMetadataTest, ParsesTheSchemaExample) {
-  std::string error;
-  std::optional<KernelMetadata> m = parse(exampleJson(), error);
-  ASSERT_TRUE(m.has_value()) << error;
-  EXPECT_EQ(m->kernelName, "flash_fwd_bf16_d128_causal");
-  EXPECT_EQ(m->cubinPath, "/kernels/flash_fwd_bf16_d128_causal.cubin");
-  EXPECT_EQ(m->arch, "sm_120");
-  EXPECT_EQ(m->isa, "sm_90");
-  EXPECT_EQ(m->dtype, DType::BF16);
-  EXPECT_EQ(m->headDim, 128);
-  EXPECT_EQ(m->headDimV, 128);
-  EXPECT_TRUE(m->causal);
-  EXPECT_EQ(m->windowLeft, -1);
-  EXPECT_EQ(m->windowRight, 0);
-  EXPECT_DOUBLE_EQ(m->softmaxScale, 0.08838834764831845);
-  EXPECT_EQ(m->config.tileM, 128);
-  EXPECT_EQ(m->config.tileN, 128);
-  EXPECT_EQ(m->config.warps, 8);
-  EXPECT_EQ(m->config.qInRegs, true);
-  EXPECT_EQ(m->block[0], 256);
-  EXPECT_EQ(m->dynamicSmemBytes, 65536);
-  ASSERT_EQ(m->params.size(), 24u);
-  EXPECT_EQ(m->params[0].name, "q");
-  EXPECT_EQ(m->params[0].type, ParamType::Ptr);
-  EXPECT_EQ(m->params[5].type, ParamType::I32);
-  EXPECT_EQ(m->params[9].name, "q_stride_batch");
-  EXPECT_EQ(m->params[9].type, ParamType::I64);
-  EXPECT_EQ(m->params[23].type, ParamType::F32);
-  EXPECT_EQ(m->registers, 128);
-}
+/// Valid arguments of the example plan: B = 1, Sq = 5, Hq = 2, Sk = 7,
+/// Hkv = 1; q, k, v, o in (B, S, H, D) layout, lse (B, H, S), two slopes,
+/// prefix_len = 3, softmax_scale left to its default.
+struct Args {
+  int64_t b = 1, sq = 5, hq = 2, sk = 7, hkv = 1;
+  std::vector<ArgValue> values;
 
-TEST(RuntimeMetadataTest, NullRegisterCountsAndEscapes) {
-  std::string error;
-  std::string json = exampleJson("registers", "null");
-  std::optional<KernelMetadata> m = parse(json, error);
-  ASSERT_TRUE(m.has_value()) << error;
-  EXPECT_FALSE(m->registers.has_value());
-
-  m = parse(exampleJson("kernel", R"("a\u00e9\ud83d\ude00\n\/")"), error);
-  ASSERT_TRUE(m.has_value()) << error;
-  EXPECT_EQ(m->kernelName, "a\xc3\xa9\xf0\x9f\x98\x80\n/");
-
-  m = parse(exampleJson("cubin", "\"/abs/k.cubin\""), error);
-  ASSERT_TRUE(m.has_value()) << error;
-  EXPECT_EQ(m->cubinPath, "/abs/k.cubin");
-}
-
-TEST(RuntimeMetadataTest, SyntaxErrorsHaveLineAndColumn) {
-  EXPECT_CONTAINS(parseError("{\"format\": \"flashtile-kernel-v1\",\n  \"kernel\": }"),
-                  "invalid JSON at line 2, column 13");
-  EXPECT_CONTAINS(parseError("{\"a\": 1,}"), "expected a string key");
-  EXPECT_CONTAINS(parseError("{\"a\": 1, \"a\": 2}"), "duplicate key \"a\"");
-  EXPECT_CONTAINS(parseError("{\"a\": 01}"), "leading zero");
-  EXPECT_CONTAINS(parseError("{\"a\": \"\\x\"}"), "bad escape");
-  EXPECT_CONTAINS(parseError("{\"a\": \"\\ud800\"}"), "unpaired surrogate");
-  EXPECT_CONTAINS(parseError("{} x"), "unexpected text after");
-  EXPECT_CONTAINS(parseError(""), "unexpected end of input");
-  EXPECT_CONTAINS(parseError("[1, 2]"), "JSON object at the top level");
-}
-
-TEST(RuntimeMetadataTest, UnknownFormat) {
-  EXPECT_CONTAINS(parseError(exampleJson("format", "\"flashtile-kernel-v9\"")),
-                  "unknown format \"flashtile-kernel-v9\"");
-  EXPECT_CONTAINS(parseError(exampleJson("format", "")),
-                  "unknown format (missing)");
-}
-
-TEST(RuntimeMetadataTest, FieldErrorsNameTheField) {
-  struct Case {
-    const char *field, *value, *expected;
-  };
-  const Case cases[] = {
-      {"kernel", "", "field 'kernel': missing"},
-      {"cubin", "3", "field 'cubin': expected a non-empty string, got 3"},
-      {"dtype", "\"f32\"", "field 'dtype'"},
-      {"head_dim", "0", "field 'head_dim': expected a positive integer, got 0"},
-      {"head_dim", "true", "field 'head_dim': expected a positive integer, got true"},
-      {"head_dim_v", "64.0", "field 'head_dim_v': expected a positive integer, got 64.0"},
-      {"causal", "\"yes\"", "field 'causal': expected true or false"},
-      {"window", "[-1]", "field 'window'"},
-      {"window", "[-2, 0]", "field 'window'"},
-      {"softmax_scale", "-1.0", "field 'softmax_scale': expected a positive"},
-      {"config", "{\"tile_n\": 64}", "field 'config.tile_m': missing"},
-      {"config", "{\"tile_m\": 128, \"warps\": \"8\"}",
-       "field 'config.warps': expected a positive integer, got \"8\""},
-      {"block", "[256, 1]", "field 'block'"},
-      {"block", "[1024, 2, 1]", "exceeds the CUDA block limits"},
-      {"dynamic_smem_bytes", "-1", "field 'dynamic_smem_bytes'"},
-      {"params", "[]", "field 'params'"},
-      {"params", "[{\"name\": \"output\", \"type\": \"ptr\"}]",
-       "field 'params[0].name': \"output\" is not a value"},
-      {"params", "[{\"name\": \"seqlen_q\", \"type\": \"u32\"}]",
-       "field 'params[0].type'"},
-      {"params", "[{\"name\": \"q\", \"type\": \"i64\"}]",
-       "\"q\" cannot be passed as \"i64\""},
-      {"params",
-       "[{\"name\": \"q\", \"type\": \"ptr\"}, {\"name\": \"q\", \"type\": \"ptr\"}]",
-       "field 'params[1].name': \"q\" appears twice"},
-      {"registers", "\"many\"", "field 'registers'"},
-  };
-  for (const Case &c : cases) {
-    SCOPED_TRACE(std::string(c.field) + " = " + c.value);
-    EXPECT_CONTAINS(parseError(exampleJson(c.field, c.value)), c.expected);
+  Args() { build(); }
+  void build() {
+    values.clear();
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x1000000), {b, sq, hq, 128}, DType::BF16)));
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x2000000), {b, sk, hkv, 128}, DType::BF16)));
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x3000000), {b, sk, hkv, 128}, DType::BF16)));
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x4000000), {b, sq, hq, 128}, DType::BF16)));
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x5000000), {b, hq, sq}, DType::F32)));
+    values.push_back(ArgValue::of(
+        TensorArg::contiguous(addr(0x6000000), {2}, DType::F32)));
+    values.push_back(ArgValue::integer(3));
+    values.push_back(ArgValue::absent());
   }
-}
-
-TEST(RuntimeLoadTest, LoadsMetadataAndCubin) {
-  TempDir dir;
-  std::string path = dir.write("sub/k.json", exampleJson());
-  dir.write("sub/flash_fwd_bf16_d128_causal.cubin", "\x7f" "ELF fake");
-  std::string error;
-  std::unique_ptr<FlashKernel> kernel = FlashKernel::load(path, error);
-  ASSERT_TRUE(kernel) << error;
-  EXPECT_EQ(kernel->getMetadata().cubinPath,
-            (dir.path / "sub" / "flash_fwd_bf16_d128_causal.cubin").string());
-  EXPECT_EQ(kernel->getImage().size(), 9u);
-}
-
-TEST(RuntimeLoadTest, FileErrors) {
-  TempDir dir;
-  std::string error;
-  EXPECT_FALSE(FlashKernel::load((dir.path / "none.json").string(), error));
-  EXPECT_CONTAINS(error, "metadata file not found");
-
-  std::string path = dir.write("k.json", exampleJson());
-  EXPECT_FALSE(FlashKernel::load(path, error));
-  EXPECT_CONTAINS(error, path);
-  EXPECT_CONTAINS(error, "cubin \"flash_fwd_bf16_d128_causal.cubin\" not found");
-
-  dir.write("flash_fwd_bf16_d128_causal.cubin", "");
-  EXPECT_FALSE(FlashKernel::load(path, error));
-  EXPECT_CONTAINS(error, "is empty");
-}
-
-/// A kernel from the schema example and arguments that pass its checks: the
-/// (B, S, H, D) views of contiguous (B, H, S, D) buffers at fake, aligned
-/// addresses.
-class RuntimeCheckTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string error;
-    std::optional<KernelMetadata> m =
-        KernelMetadata::parse(exampleJson(), "/kernels/k.json", error);
-    ASSERT_TRUE(m.has_value()) << error;
-    kernel = std::make_unique<FlashKernel>(*m, std::vector<char>{'x'});
-    q = bhsdView(0x100000, 2, 100, 8, 128);
-    k = bhsdView(0x200000, 2, 300, 2, 128);
-    v = bhsdView(0x300000, 2, 300, 2, 128);
-    out = TensorArg::contiguous(reinterpret_cast<void *>(0x400000),
-                                {2, 100, 8, 128}, DType::BF16);
-    lse = LseArg::contiguous(reinterpret_cast<void *>(0x500000), 2, 8, 100);
-  }
-
-  static TensorArg bhsdView(uintptr_t address, int64_t b, int64_t s, int64_t h,
-                            int64_t d) {
-    TensorArg t;
-    t.data = reinterpret_cast<void *>(address);
-    t.dtype = DType::BF16;
-    const int64_t sizes[4] = {b, s, h, d};
-    const int64_t strides[4] = {h * s * d, d, s * d, 1};
-    std::copy(sizes, sizes + 4, t.sizes);
-    std::copy(strides, strides + 4, t.strides);
-    return t;
-  }
-
-  /// Runs check() and returns its error ("" when it passed).
-  std::string checkError(LaunchDims *dims = nullptr) {
-    std::string error;
-    bool ok = kernel->check(q, k, v, out, lse, error, dims);
-    EXPECT_EQ(ok, error.empty()) << error;
-    return ok ? "" : error;
-  }
-
-  std::unique_ptr<FlashKernel> kernel;
-  TensorArg q, k, v, out;
-  LseArg lse;
+  TensorArg &t(size_t i) { return values[i].tensor; }
 };
 
-TEST_F(RuntimeCheckTest, TransposedViewsPass) {
-  LaunchDims dims;
-  EXPECT_EQ(checkError(&dims), "");
-  EXPECT_EQ(dims.batch, 2);
-  EXPECT_EQ(dims.seqlenQ, 100);
-  EXPECT_EQ(dims.seqlenK, 300);
-  EXPECT_EQ(dims.headsQ, 8);
-  EXPECT_EQ(dims.headsKV, 2);
-  EXPECT_EQ(dims.grid[0], 1);
-  EXPECT_EQ(dims.grid[1], 8);
-  EXPECT_EQ(dims.grid[2], 2);
-  EXPECT_FALSE(dims.empty);
-}
+class RuntimeTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    family = makeFamily(test::getExamplePlanJson());
+    ASSERT_TRUE(family);
+  }
+  /// The check's message for `args` (empty when it passes).
+  std::string checkError(const Args &args,
+                         std::optional<int64_t> numSms = std::nullopt) {
+    std::string error;
+    bool ok = family->check(args.values, error, nullptr, numSms);
+    EXPECT_EQ(ok, error.empty()) << error;
+    return ok ? std::string() : error;
+  }
+  std::unique_ptr<KernelFamily> family;
+};
 
-TEST_F(RuntimeCheckTest, BadDType) {
-  q.dtype = DType::F16;
-  EXPECT_CONTAINS(checkError(), "q has dtype f16, but kernel "
-                                "flash_fwd_bf16_d128_causal takes bf16");
-  q.dtype = DType::BF16;
-  lse.dtype = DType::BF16;
-  EXPECT_CONTAINS(checkError(), "lse has dtype bf16, expected f32");
-}
-
-TEST_F(RuntimeCheckTest, NonContiguousLastDim) {
-  q.strides[3] = 8;
-  q.strides[2] = 1;
-  EXPECT_CONTAINS(checkError(), "q must be contiguous in its last dim");
-  q.strides[3] = 1;
-  q.strides[2] = 100 * 128;
-  lse.strides[2] = 2;
-  EXPECT_CONTAINS(checkError(), "lse must be contiguous in its last dim");
-}
-
-TEST_F(RuntimeCheckTest, MisalignedStrideAndPointer) {
-  k.strides[1] = 132;
-  EXPECT_CONTAINS(checkError(),
-                  "k stride 132 of dim 1 is not a multiple of 8 elements");
-  k.strides[1] = 128;
-  v.data = reinterpret_cast<void *>(0x300008);
-  EXPECT_CONTAINS(checkError(), "v data pointer 0x300008 is not 16-byte aligned");
-  v.data = reinterpret_cast<void *>(0x300000);
-  // A size-1 dim is never stepped, so its stride may be anything.
-  q = bhsdView(0x100000, 1, 100, 8, 128);
-  q.strides[0] = 3;
-  k = bhsdView(0x200000, 1, 300, 2, 128);
-  v = bhsdView(0x300000, 1, 300, 2, 128);
-  out = TensorArg::contiguous(out.data, {1, 100, 8, 128}, DType::BF16);
-  lse = LseArg::contiguous(lse.data, 1, 8, 100);
-  EXPECT_EQ(checkError(), "");
-}
-
-TEST_F(RuntimeCheckTest, HeadRatioAndShapes) {
-  q = bhsdView(0x100000, 2, 100, 6, 128);
-  k = bhsdView(0x200000, 2, 300, 4, 128);
-  v = bhsdView(0x300000, 2, 300, 4, 128);
-  EXPECT_CONTAINS(checkError(), "q heads (6) must be a multiple of k/v heads (4)");
-  SetUp();
-  v = bhsdView(0x300000, 2, 299, 2, 128);
-  EXPECT_CONTAINS(checkError(), "same seqlen, but k has 300 and v has 299");
-  SetUp();
-  k = bhsdView(0x200000, 3, 300, 2, 128);
-  EXPECT_CONTAINS(checkError(), "batch sizes differ: q has 2, k has 3");
-  SetUp();
-  q.sizes[3] = 64;
-  EXPECT_CONTAINS(checkError(), "q has last dim 64, but kernel "
-                                "flash_fwd_bf16_d128_causal has head_dim = 128");
-  SetUp();
-  out.sizes[1] = 101;
-  EXPECT_CONTAINS(checkError(), "out has shape [2, 101, 8, 128], expected "
-                                "[2, 100, 8, 128]");
-  SetUp();
-  lse.sizes[1] = 4;
-  EXPECT_CONTAINS(checkError(), "lse has shape [2, 4, 100]");
-}
-
-TEST_F(RuntimeCheckTest, DevicesOverlapAndSeqlens) {
-  v.device = 1;
-  EXPECT_CONTAINS(checkError(), "v is on device 1 but q is on device 0");
-  v.device = 0;
-  out.strides[0] = 0;
-  EXPECT_CONTAINS(checkError(), "out has overlapping elements");
-  SetUp();
-  q.sizes[1] = 0;
-  out.sizes[1] = 0;
-  lse.sizes[2] = 0;
-  EXPECT_CONTAINS(checkError(), "seqlens must be >= 1, got seqlen_q = 0");
-}
-
-TEST_F(RuntimeCheckTest, EmptyBatchLaunchesNothing) {
-  q.sizes[0] = k.sizes[0] = v.sizes[0] = out.sizes[0] = lse.sizes[0] = 0;
-  q.data = k.data = v.data = out.data = lse.data = nullptr;
-  LaunchDims dims;
-  EXPECT_EQ(checkError(&dims), "");
-  EXPECT_TRUE(dims.empty);
+TEST_F(RuntimeTest, ValidArgumentsPass) {
+  Args args;
   std::string error;
-  EXPECT_TRUE(kernel->launch(q, k, v, out, lse, NAN, nullptr, error)) << error;
+  CheckedLaunch checked;
+  ASSERT_TRUE(family->check(args.values, error, &checked)) << error;
+  EXPECT_EQ(checked.sizes.at("batch"), 1);
+  EXPECT_EQ(checked.sizes.at("seqlen_q"), 5);
+  EXPECT_EQ(checked.sizes.at("heads_q"), 2);
+  EXPECT_EQ(checked.sizes.at("seqlen_k"), 7);
+  EXPECT_EQ(checked.sizes.at("heads_kv"), 1);
+  EXPECT_EQ(checked.sizes.count("num_sms"), 0u);
+  EXPECT_EQ(checked.device, 0);
+  EXPECT_EQ(checked.kernels, std::vector<int64_t>{0});
+  EXPECT_EQ(checked.grids[0], (std::array<int64_t, 3>{1, 2, 1}));
+  EXPECT_EQ(checked.workspaceBytes, std::vector<int64_t>{4});
+  EXPECT_DOUBLE_EQ(checked.scalarValues[7], 0.08838834764831845);
+  EXPECT_EQ(checked.scalarInts[6], 3);
 }
 
-TEST_F(RuntimeCheckTest, LaunchWithoutADriverFailsCleanly) {
-  // Point the runtime at a driver that does not exist (read once, at the
-  // first driver use in this process).
-  ::setenv("FLASHTILE_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+TEST_F(RuntimeTest, Dispatch) {
+  Args args;
   std::string error;
-  // Bad arguments are reported before the driver is looked for.
-  q.dtype = DType::F16;
-  EXPECT_FALSE(kernel->launch(q, k, v, out, lse, NAN, nullptr, error));
-  EXPECT_CONTAINS(error, "q has dtype f16");
-  q.dtype = DType::BF16;
+  CheckedLaunch checked;
+  ASSERT_TRUE(family->check(args.values, error, &checked, 132)) << error;
+  EXPECT_EQ(checked.sizes.at("num_sms"), 132);
+  EXPECT_EQ(checked.kernels, std::vector<int64_t>{0});
+  EXPECT_EQ(checkError(args, 50),
+            "no dispatch case of flash_fwd applies (batch = 1, heads_kv = 1, "
+            "heads_q = 2, num_sms = 50, seqlen_k = 7, seqlen_q = 5)");
+}
 
+TEST_F(RuntimeTest, ArgumentCountKindsAndDtypes) {
+  Args args;
+  args.values.pop_back();
+  EXPECT_EQ(checkError(args),
+            "flash_fwd takes 8 arguments (q, k, v, o, lse, slopes, "
+            "prefix_len, softmax_scale), got 7");
+  args.build();
+  args.values[3] = ArgValue::absent();
+  EXPECT_EQ(checkError(args), "missing output tensor o");
+  args.build();
+  args.values[1] = ArgValue::scalar(1.0);
+  EXPECT_EQ(checkError(args), "k must be a tensor, got a scalar");
+  args.build();
+  args.values[6] = ArgValue::absent();
+  EXPECT_EQ(checkError(args), "missing scalar prefix_len (i32)");
+  args.build();
+  args.values[7] = ArgValue::of(args.t(5));
+  EXPECT_EQ(checkError(args),
+            "softmax_scale must be a scalar (f32), got a tensor");
+  args.build();
+  args.t(1).dtype = DType::F16;
+  EXPECT_EQ(checkError(args), "k has dtype f16, but flash_fwd takes bf16");
+  args.build();
+  args.t(0).sizes.pop_back();
+  args.t(0).strides.pop_back();
+  EXPECT_EQ(checkError(args),
+            "q has rank 3 (shape [1, 5, 2]), but flash_fwd takes rank 4 "
+            "(batch, seqlen_q, heads_q, 128)");
+  args.build();
+  args.t(0).strides.pop_back();
+  EXPECT_EQ(checkError(args), "q has 4 sizes but 3 strides");
+  args.build();
+  args.t(4).sizes[2] = -1;
+  EXPECT_EQ(checkError(args), "lse has a negative size: [1, 2, -1]");
+}
+
+TEST_F(RuntimeTest, Devices) {
+  Args args;
+  args.t(2).device = 1;
+  EXPECT_EQ(checkError(args), "v is on device 1 but q is on device 0; all "
+                              "tensors must be on one device");
+  args.build();
+  args.t(0).device = -1;
+  EXPECT_EQ(checkError(args), "q is not on a CUDA device (device -1)");
+}
+
+TEST_F(RuntimeTest, Scalars) {
+  Args args;
+  args.values[6] = ArgValue::integer(int64_t(1) << 40);
+  EXPECT_EQ(checkError(args), "prefix_len = 1099511627776 does not fit i32");
+  args.values[6] = ArgValue::scalar(1.5);
+  EXPECT_EQ(checkError(args), "prefix_len = 1.5 is not an integer (i32)");
+  args.values[6] = ArgValue::scalar(4.0); // integral: accepted
+  EXPECT_EQ(checkError(args), "");
+  args.values[7] = ArgValue::scalar(std::nan(""));
+  EXPECT_EQ(checkError(args), "softmax_scale = nan is not a finite f32 value");
+  args.values[7] = ArgValue::scalar(1e39);
+  EXPECT_EQ(checkError(args), "softmax_scale = 1e+39 is not a finite f32 "
+                              "value");
+  args.values[7] = ArgValue::integer(2); // an integer for a float: accepted
+  std::string error;
+  CheckedLaunch checked;
+  ASSERT_TRUE(family->check(args.values, error, &checked)) << error;
+  EXPECT_EQ(checked.scalarValues[7], 2.0);
+}
+
+TEST_F(RuntimeTest, Shapes) {
+  Args args;
+  args.t(0).sizes[3] = 64;
+  args.t(0) = TensorArg::contiguous(args.t(0).data, args.t(0).sizes,
+                                    DType::BF16);
+  EXPECT_EQ(checkError(args), "q has 64 in dim 3 (shape [1, 5, 2, 64]), "
+                              "expected 128 (batch, seqlen_q, heads_q, 128)");
+  args.build();
+  args.t(2).sizes[1] = 6;
+  EXPECT_EQ(checkError(args), "v has 6 in dim 1 (shape [1, 6, 1, 128]), but "
+                              "k has 7 in dim 1 (shape [1, 7, 1, 128]); both "
+                              "are seqlen_k");
+  args.build();
+  args.t(4).sizes[0] = 2;
+  EXPECT_EQ(checkError(args), "lse has 2 in dim 0 (shape [2, 2, 5]), but q "
+                              "has 1 in dim 0 (shape [1, 5, 2, 128]); both "
+                              "are batch");
+}
+
+TEST_F(RuntimeTest, PlanChecksShowTheValues) {
+  Args args;
+  args.hq = 3;
+  args.hkv = 2;
+  args.build();
+  EXPECT_EQ(checkError(args), "heads_q must be a multiple of heads_kv "
+                              "(heads_q = 3, heads_kv = 2)");
+  args.hkv = 0;
+  args.build();
+  EXPECT_EQ(checkError(args), "heads_kv must be at least 1 (heads_kv = 0)");
+}
+
+TEST_F(RuntimeTest, Layout) {
+  Args args;
+  args.t(0).data = addr(0x1000002);
+  EXPECT_EQ(checkError(args),
+            "q data pointer 0x1000002 is not 16-byte aligned");
+  args.build();
+  args.t(2).data = nullptr;
+  EXPECT_EQ(checkError(args), "v data pointer is null");
+  args.build();
+  args.t(1).strides = {7 * 128, 128, 128, 2}; // last dim strided
+  EXPECT_EQ(checkError(args),
+            "k must be contiguous in its last dim (stride 1), but has "
+            "strides [896, 128, 128, 2] for shape [1, 7, 1, 128]");
+  args.build();
+  args.t(0).strides = {5 * 260, 260, 130, 1};
+  EXPECT_EQ(checkError(args),
+            "q stride 260 of dim 1 is not a multiple of 8 elements (16 "
+            "bytes); strides [1300, 260, 130, 1], shape [1, 5, 2, 128]");
+  args.build();
+  args.t(0).strides = {5 * 256, 256, -128, 1};
+  EXPECT_EQ(checkError(args),
+            "q has a negative stride -128 in dim 2 (strides [1280, 256, "
+            "-128, 1]); strides must be >= 0");
+  // Size-1 dims may have any stride; the lse stride multiple is 1.
+  args.build();
+  args.t(1).strides = {3, 128, 5, 1};
+  args.t(4).strides = {11, 7, 1};
+  EXPECT_EQ(checkError(args), "");
+  // A transposed (B, H, S, D) view is accepted.
+  args.build();
+  args.t(0).strides = {2 * 5 * 128, 128, 5 * 128, 1};
+  EXPECT_EQ(checkError(args), "");
+}
+
+TEST_F(RuntimeTest, Overlaps) {
+  Args args;
+  args.t(3).data = args.t(0).data;
+  EXPECT_EQ(checkError(args),
+            "o overlaps q: o spans [0x1000000, 0x1000a00) and q spans "
+            "[0x1000000, 0x1000a00); an output must not share memory with "
+            "another argument");
+  args.build();
+  args.t(4).data = addr(0x4000000 + 256); // inside o
+  EXPECT_CONTAINS(checkError(args), "o overlaps lse");
+  args.build();
+  args.t(3).strides = {5 * 128, 128, 0, 1}; // both heads at one address
+  EXPECT_EQ(checkError(args),
+            "o has overlapping elements (strides [640, 128, 0, 1] for shape "
+            "[1, 5, 2, 128]); an output needs distinct addresses");
+  // Inputs may share memory: q, k and v from one buffer.
+  args.hkv = 2;
+  args.sk = 5;
+  args.build();
+  args.t(1).data = args.t(2).data = args.t(0).data;
+  EXPECT_EQ(checkError(args), "");
+}
+
+TEST_F(RuntimeTest, LimitsOfParamsAndGrid) {
+  // Tensors 2^40 bytes apart, so that large shapes do not overlap.
+  auto spread = [](Args &args) {
+    for (size_t i = 0; i < 6; ++i)
+      args.t(i).data = addr(uintptr_t(i + 1) << 40);
+  };
+  // heads_q = 70000 > the grid y limit.
+  Args args;
+  args.hq = 70000;
+  args.build();
+  spread(args);
+  EXPECT_EQ(checkError(args), "grid y of flash_fwd is 70000 (heads_q), over "
+                              "the CUDA limit 65535");
+  // seqlen_q = 2^31 does not fit the i32 parameter.
+  args.hq = 1;
+  args.sq = int64_t(1) << 31;
+  args.build();
+  spread(args);
+  EXPECT_EQ(checkError(args), "kernel parameter seqlen_q = 2147483648 of "
+                              "flash_fwd does not fit i32");
+}
+
+TEST_F(RuntimeTest, EmptyProblems) {
+  Args args;
+  args.b = 0;
+  args.build();
+  for (size_t i = 0; i < 5; ++i)
+    args.t(i).data = nullptr; // allowed: nothing is read or written
+  std::string error;
+  CheckedLaunch checked;
+  ASSERT_TRUE(family->check(args.values, error, &checked)) << error;
+  EXPECT_EQ(checked.grids[0], (std::array<int64_t, 3>{1, 2, 0}));
+  EXPECT_EQ(checked.workspaceBytes, std::vector<int64_t>{0});
+}
+
+TEST_F(RuntimeTest, OutputShapes) {
+  Args args;
+  args.values[3] = ArgValue::absent();
+  args.values[4] = ArgValue::absent();
+  std::string error;
+  auto shapes = family->getOutputShapes(args.values, error);
+  ASSERT_TRUE(shapes.has_value()) << error;
+  ASSERT_EQ(shapes->size(), 2u);
+  EXPECT_EQ((*shapes)[0].name, "o");
+  EXPECT_EQ((*shapes)[0].argument, 3);
+  EXPECT_EQ((*shapes)[0].dtype, DType::BF16);
+  EXPECT_EQ((*shapes)[0].sizes, (std::vector<int64_t>{1, 5, 2, 128}));
+  EXPECT_EQ((*shapes)[1].name, "lse");
+  EXPECT_EQ((*shapes)[1].dtype, DType::F32);
+  EXPECT_EQ((*shapes)[1].sizes, (std::vector<int64_t>{1, 2, 5}));
+  args.values[1] = ArgValue::absent();
+  EXPECT_FALSE(family->getOutputShapes(args.values, error));
+  EXPECT_EQ(error, "missing input tensor k");
+}
+
+uint64_t ptrBits(uintptr_t p) { return p; }
+uint64_t i32Bits(int32_t v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+uint64_t f32Bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
+TEST_F(RuntimeTest, PacksParamsInPlanOrder) {
+  Args args;
+  args.t(0).strides = {2 * 5 * 128, 128, 5 * 128, 1}; // transposed view
+  std::string error;
+  CheckedLaunch checked;
+  ASSERT_TRUE(family->check(args.values, error, &checked)) << error;
+  PackedParams packed;
+  ASSERT_TRUE(family->packParams(0, args.values, checked, {addr(0xabc000)},
+                                 packed, error))
+      << error;
+  std::vector<uint64_t> expected = {
+      ptrBits(0x1000000), ptrBits(0x2000000), ptrBits(0x3000000),
+      ptrBits(0x4000000), ptrBits(0x5000000),
+      i32Bits(5), i32Bits(7), i32Bits(2), i32Bits(1), // sizes
+      1280, 128, 640,                                 // q strides
+      128,                                            // k stride seq
+      5,                                              // lse stride head
+      ptrBits(0x6000000), 2,                          // slopes, size
+      i32Bits(3), f32Bits(0.08838834764831845f),      // scalars
+      i32Bits(2),                                     // tiles
+      ptrBits(0xabc000)};                             // workspace
+  EXPECT_EQ(packed.slots, expected);
+  ASSERT_EQ(packed.pointers.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(packed.pointers[i], &packed.slots[i]);
+  EXPECT_FALSE(family->packParams(0, args.values, checked, {}, packed, error));
+  EXPECT_EQ(error, "no device pointer for workspace partials");
+  EXPECT_FALSE(family->packParams(1, args.values, checked, {}, packed, error));
+}
+
+TEST_F(RuntimeTest, LaunchWithoutADriverFailsCleanly) {
+  ASSERT_TRUE(kNoDriver);
+  std::string error;
+  EXPECT_FALSE(isDriverAvailable(error));
+  EXPECT_EQ(error.rfind("no CUDA driver: cannot load /nonexistent/libcuda.so",
+                        0),
+            0u)
+      << error;
+  Args args;
   error.clear();
-  EXPECT_FALSE(kernel->launch(q, k, v, out, lse, NAN, nullptr, error));
-  EXPECT_CONTAINS(error, "no CUDA driver");
-  EXPECT_CONTAINS(error, "/nonexistent/libcuda.so.1");
-  std::string again;
-  EXPECT_FALSE(isDriverAvailable(again));
-  EXPECT_EQ(again, error);
+  EXPECT_FALSE(family->launch(args.values, nullptr, error));
+  EXPECT_EQ(error.rfind("no CUDA driver: cannot load", 0), 0u) << error;
+  // With a dispatch rule, the driver is needed first (for num_sms).
+  args.t(0).data = nullptr;
+  EXPECT_FALSE(family->launch(args.values, nullptr, error));
+  EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
+  error.clear();
+  EXPECT_FALSE(allocateDeviceMemory(0, 16, error));
+  EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
+}
+
+TEST(RuntimeNoDispatchTest, EmptyLaunchNeedsNoDriverAndErrorsComeFirst) {
+  // The example without its dispatch rule: launches check before opening
+  // the driver, and an empty grid launches nothing.
+  std::string json = test::getExamplePlanJson();
+  std::string from = "[{\"when\": {\"ge\": [\"num_sms\", 100]}, \"kernels\": "
+                     "[0]}]";
+  json.replace(json.find(from), from.size(), "[]");
+  std::unique_ptr<KernelFamily> family = makeFamily(json);
+  ASSERT_TRUE(family);
+  Args args;
+  args.b = 0;
+  args.build();
+  std::string error;
+  EXPECT_TRUE(family->launch(args.values, nullptr, error)) << error;
+  args.b = 1;
+  args.build();
+  args.t(1).dtype = DType::F16;
+  EXPECT_FALSE(family->launch(args.values, nullptr, error));
+  EXPECT_EQ(error, "k has dtype f16, but flash_fwd takes bf16");
+  args.build();
+  EXPECT_FALSE(family->launch(args.values, nullptr, error));
+  EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
+}
+
+TEST(RuntimeLoadTest, LoadsPlansAndCubins) {
+  TempDir dir;
+  std::string path = dir.write("k.plan.json", test::getExamplePlanJson());
+  std::string error;
+  EXPECT_FALSE(KernelFamily::load(path, error));
+  EXPECT_EQ(error, path + ": kernel flash_fwd: " +
+                       (dir.path / "flash_fwd.cubin").string() +
+                       ": cubin not found");
+  dir.write("flash_fwd.cubin", "");
+  EXPECT_FALSE(KernelFamily::load(path, error));
+  EXPECT_EQ(error, path + ": kernel flash_fwd: cubin " +
+                       (dir.path / "flash_fwd.cubin").string() +
+                       " is empty");
+  dir.write("flash_fwd.cubin", "\x7f" "ELF...");
+  std::unique_ptr<KernelFamily> family = KernelFamily::load(path, error);
+  ASSERT_TRUE(family) << error;
+  EXPECT_EQ(family->getPlanPath(), path);
+  EXPECT_EQ(family->getPlan().name, "flash_fwd");
+
+  std::string missing = (dir.path / "none.plan.json").string();
+  EXPECT_FALSE(KernelFamily::load(missing, error));
+  EXPECT_EQ(error, missing + ": plan not found");
+  std::string bad = dir.write("bad.plan.json", "{\"format\": 1}");
+  EXPECT_FALSE(KernelFamily::load(bad, error));
+  EXPECT_EQ(error, bad + ": format: expected \"flashtile-launch-plan\", got 1");
+}
+
+TEST(RuntimeLoadTest, CreateNeedsEveryImage) {
+  std::string error;
+  std::optional<plan::LaunchPlan> parsed =
+      plan::parseJson(test::getExamplePlanJson(), error);
+  ASSERT_TRUE(parsed) << error;
+  EXPECT_FALSE(KernelFamily::create(*parsed, {}, error));
+  EXPECT_EQ(error, "kernels[0].cubin: no image for \"flash_fwd.cubin\"");
+}
+
+TEST(RuntimeTensorTest, Contiguous) {
+  TensorArg t = TensorArg::contiguous(nullptr, {2, 0, 3}, DType::F16, 1);
+  EXPECT_EQ(t.strides, (std::vector<int64_t>{3, 3, 1}));
+  EXPECT_EQ(t.device, 1);
 }
 
 } // namespace

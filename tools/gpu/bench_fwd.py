@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark FlashTile forward kernels against PyTorch's attention backends.
 
-    python3 tools/gpu/bench_fwd.py KERNEL.json|DIR ... [--seqlens 4096 16384]
+    python3 tools/gpu/bench_fwd.py NAME.plan.json|DIR ... [--seqlens 4096 16384]
 
-For each kernel (metadata JSON + cubin) and each sequence length S, builds
+For each kernel (launch plan + cubin, run through flashtile.runtime) and each sequence length S, builds
 (B, H, S, D) inputs in the kernel's dtype with B * S = --tokens (default
 16 * 16384) and H = --heads (default 16), and times, in this one process:
 
@@ -27,11 +27,8 @@ import sys
 import traceback
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-try:
-    from flashtile import runtime
-except ImportError:
-    sys.path.insert(0, os.path.join(_ROOT, "python_bindings"))
-    from flashtile import runtime
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_fwd import KernelInfo, runtime  # noqa: E402  (sets up the path)
 
 PEERS = ("sdpa-flash", "cudnn", "flex")
 
@@ -82,7 +79,7 @@ def time_ms(torch, fn, warmup, reps):
 def find_kernels(paths):
     files = []
     for p in paths:
-        files += sorted(glob.glob(os.path.join(p, "*.json"))) if os.path.isdir(p) else [p]
+        files += sorted(glob.glob(os.path.join(p, "*.plan.json"))) if os.path.isdir(p) else [p]
     return files
 
 
@@ -154,7 +151,7 @@ class Peers:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("kernels", nargs="+", help="metadata JSON files or folders")
+    parser.add_argument("kernels", nargs="+", help="launch plans or folders of them")
     parser.add_argument("--seqlens", type=int, nargs="+",
                         default=[1024, 2048, 4096, 8192, 16384])
     parser.add_argument("--heads", type=int, default=16)
@@ -180,19 +177,19 @@ def main(argv=None):
     loaded = 0
     for path in find_kernels(args.kernels):
         try:
-            kernel = runtime.load_kernel(path)
+            kernel = runtime.load(path)
         except runtime.FlashTileError as e:
             print(f"skip {path}: {e}")
             continue
         loaded += 1
-        m = kernel.metadata
+        m = KernelInfo(kernel)
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[m.dtype]
         for s in args.seqlens:
             b = max(1, args.tokens // s)
             h = args.heads
             row = {"kernel": m.kernel, "dtype": m.dtype,
                    "d": m.head_dim, "mask": m.mask_description,
-                   "config": str(m.config), "shape": f"{b}x{h}x{s}"}
+                   "config": m.config, "shape": f"{b}x{h}x{s}"}
             try:
                 gen = torch.Generator(device="cuda").manual_seed(0)
                 q = torch.randn(b, h, s, m.head_dim, device="cuda",
@@ -212,7 +209,7 @@ def main(argv=None):
             qt, kt, vt, ot = (x.transpose(1, 2) for x in (q, k, v, out))
 
             def flashtile():
-                return kernel(qt, kt, vt, out=ot, lse=lse)
+                return kernel(qt, kt, vt, o=ot, lse=lse)
             timings = {}
             try:
                 timings["flashtile"] = time_ms(torch, flashtile, args.warmup,

@@ -15,7 +15,7 @@ rm -f "$out"/*.cubin "$out"/*.json
 build() { # name, flags...
   local name=$1; shift
   "$compile" "$@" --kernel-name="$name" --emit=cubin \
-    -o "$out/$name.cubin" --metadata "$out/$name.json"
+    -o "$out/$name.cubin" --launch-plan "$out/$name.plan.json"
 }
 
 dims="64 96 128 192 256"
@@ -71,11 +71,12 @@ build sm120cfg_bf16_d256_128x64_qreuse --arch=sm_120 --isa=sm_90 \
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 rows = []
-for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+for p in sorted(pathlib.Path(sys.argv[1]).glob("*.plan.json")):
     m = json.loads(p.read_text())
-    c = m["config"]
-    rows.append(f'{m["kernel"]:34} {c["tile_m"]:>4}x{c["tile_n"]:<4} st{c["stages"]} w{c["warps"]} '
-                f'qreg={int(c["q_in_regs"])} smem={m["dynamic_smem_bytes"]:>6} '
-                f'regs={m["registers"]} spill={m["spill_stores"]}/{m["spill_loads"]}')
+    c = m["info"]["config"]
+    k = m["kernels"][0]
+    rows.append(f'{m["name"]:34} {c["tile_m"]:>4}x{c["tile_n"]:<4} st{c["stages"]} w{c["warps"]} '
+                f'qreg={int(c["q_in_regs"])} smem={k["dynamic_smem_bytes"]:>6} '
+                f'regs={k["registers"]} spill={k["spill_stores"]}/{k["spill_loads"]}')
 print("\n".join(rows))
 PY

@@ -3,8 +3,10 @@
 
     python3 tools/gpu/check_fwd.py --kernels DIR [--out DIR] [--sanitize]
 
-DIR holds NAME.json (metadata, format flashtile-kernel-v1) + its cubin, as
-flashtile-compile writes them. For every kernel and every shape, q/k/v are
+DIR holds NAME.plan.json (launch plans, format flashtile-launch-plan) + their
+cubins, as flashtile-compile writes them; the kernels run through
+flashtile.runtime (the C++ runtime's Python binding: put the run-side build's
+python_bindings folder on PYTHONPATH, or set FLASHTILE_PYTHON_PATH). For every kernel and every shape, q/k/v are
 drawn with a seeded torch.randn in float, cast to the kernel's dtype, laid
 out as (B, H, S, D) contiguous tensors and handed to the kernel as
 .transpose(1, 2) views (the strided path); out (also a transposed view) and
@@ -40,8 +42,49 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 try:
     from flashtile import runtime
 except ImportError:
-    sys.path.insert(0, os.path.join(_ROOT, "python_bindings"))
+    sys.path.insert(0, os.environ.get(
+        "FLASHTILE_PYTHON_PATH", os.path.join(_ROOT, "build-rt", "python_bindings")))
     from flashtile import runtime
+
+
+class KernelInfo:
+    """What the checks need of a plan: from its arguments and its info."""
+
+    def __init__(self, kernel):
+        info = kernel.info
+        args = {a["name"]: a for a in kernel.arguments}
+        first = kernel.kernels[0]
+        self.kernel = kernel.name
+        self.dtype = info.get("dtype", args["q"]["dtype"])
+        self.head_dim = info.get("head_dim", args["q"]["shape"][3])
+        self.head_dim_v = info.get("head_dim_v", args["v"]["shape"][3])
+        self.causal = bool(info.get("causal", False))
+        self.window = tuple(info.get("window", (-1, -1)))
+        scale = args.get("softmax_scale", {}).get("default")
+        self.softmax_scale = info.get("softmax_scale", scale)
+        c = info.get("config", {})
+        self.config = (f"{c.get('tile_m', '?')}x{c.get('tile_n', '?')}"
+                       + (f" s{c['stages']}" if "stages" in c else "")
+                       + (f" w{c['warps']}" if "warps" in c else "")
+                       + (" qreg" if c.get("q_in_regs") else ""))
+        self.block = first["block"]
+        self.dynamic_smem_bytes = first["dynamic_smem_bytes"]
+        self.registers = first.get("registers")
+        self.spill_stores = first.get("spill_stores")
+        self.spill_loads = first.get("spill_loads")
+
+    @property
+    def mask_description(self):
+        """"causal", "window[L,R]", "causal+window[L,R]" or "none"."""
+        left, right = self.window
+        has_window = left >= 0 or (right >= 0 and not (self.causal and right == 0))
+        if self.causal and has_window:
+            return f"causal+window[{left},{right}]"
+        if self.causal:
+            return "causal"
+        if has_window:
+            return f"window[{left},{right}]"
+        return "none"
 
 # (B, Hq, Hkv, Sq, Sk)
 SHAPES = [
@@ -167,8 +210,7 @@ def compare(torch, meta, out, lse, ref_o, ref_lse):
     return o_err, lse_err, problems
 
 
-def run_case(torch, kernel, shape, seed, ref_device, input_scale):
-    meta = kernel.metadata
+def run_case(torch, kernel, meta, shape, seed, ref_device, input_scale):
     b, hq, hkv, sq, sk = shape
     d, dv = meta.head_dim, meta.head_dim_v
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta.dtype]
@@ -185,7 +227,7 @@ def run_case(torch, kernel, shape, seed, ref_device, input_scale):
     out = torch.full((b, hq, sq, dv), float("nan"), dtype=dtype, device="cuda")
     lse = torch.full((b, hq, sq), float("nan"), dtype=torch.float32, device="cuda")
     got_o, got_lse = kernel(q.transpose(1, 2), k.transpose(1, 2),
-                            v.transpose(1, 2), out=out.transpose(1, 2), lse=lse)
+                            v.transpose(1, 2), o=out.transpose(1, 2), lse=lse)
     torch.cuda.synchronize()
     assert got_o.data_ptr() == out.data_ptr() and got_lse is lse
     ref_o, ref_lse = reference(torch, q, k, v, meta.softmax_scale, meta.causal,
@@ -206,7 +248,7 @@ def find_kernels(paths):
     files = []
     for p in paths:
         if os.path.isdir(p):
-            files += sorted(glob.glob(os.path.join(p, "*.json")))
+            files += sorted(glob.glob(os.path.join(p, "*.plan.json")))
         else:
             files.append(p)
     return files
@@ -228,7 +270,7 @@ def format_table(rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels", nargs="+", required=True,
-                        help="folder(s) of NAME.json + cubin, or JSON files")
+                        help="folder(s) of NAME.plan.json + cubins, or plan files")
     parser.add_argument("--out", help="folder for check_fwd.log")
     parser.add_argument("--sanitize", action="store_true",
                         help=f"one small shape {SANITIZE_SHAPE} per kernel, "
@@ -262,7 +304,7 @@ def main(argv=None):
     files = [f for f in find_kernels(args.kernels)
              if args.filter in os.path.basename(f)]
     if not files:
-        print(f"check_fwd: no kernel metadata (*.json) in {args.kernels}",
+        print(f"check_fwd: no launch plan (*.plan.json) in {args.kernels}",
               file=sys.stderr)
         return 1
     log(f"check_fwd: {len(files)} kernel(s), {len(shapes)} shape(s) each, on "
@@ -275,18 +317,18 @@ def main(argv=None):
     broken = False
     start = time.time()
     for path in files:
-        name = os.path.splitext(os.path.basename(path))[0]
+        name = os.path.basename(path)[:-len(".plan.json")]
         try:
-            kernel = runtime.load_kernel(path)
+            kernel = runtime.load(path)
         except runtime.FlashTileError as e:
             failures += 1
             rows.append([name, "?", "?", "?", "?", "-", "-", "-", "FAIL (load)"])
             log(f"FAIL {name}: {e}")
             continue
-        m = kernel.metadata
+        m = KernelInfo(kernel)
         d = str(m.head_dim) if m.head_dim == m.head_dim_v else \
             f"{m.head_dim}/{m.head_dim_v}"
-        info = [m.kernel, m.dtype, d, m.mask_description, str(m.config)]
+        info = [m.kernel, m.dtype, d, m.mask_description, m.config]
         extra = (f"registers {m.registers}, spills {m.spill_stores}/"
                  f"{m.spill_loads}" if m.registers is not None else
                  "registers unknown")
@@ -310,7 +352,7 @@ def main(argv=None):
             t0 = time.time()
             try:
                 o_err, lse_err, problems = run_case(
-                    torch, kernel, shape, args.seed + 7919 * n, ref_device,
+                    torch, kernel, m, shape, args.seed + 7919 * n, ref_device,
                     args.input_scale)
             except Exception as e:  # noqa: BLE001
                 problems = [f"{type(e).__name__}: {e}"]

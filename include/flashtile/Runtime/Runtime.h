@@ -1,201 +1,250 @@
 //===- Runtime.h - Loading and launching FlashTile kernels ------*- C++ -*-===//
 //
-// The run side of FlashTile, for C++ hosts. `flashtile-compile` writes, per
-// kernel, a cubin and a metadata JSON file (format "flashtile-kernel-v1");
-// this library reads the pair and launches the kernel through the CUDA
-// driver API.
+// The run side of FlashTile, for C++ hosts. `flashtile-compile` writes a
+// launch plan (NAME.plan.json, see LaunchPlan.h) and the cubins it names;
+// this library reads them and launches the kernels through the CUDA driver
+// API. Everything it knows about a kernel's interface comes from the plan:
+// there is no list of parameter names here.
 //
 // It depends on neither MLIR/LLVM nor the CUDA headers: the few driver types
-// and entry points it uses are declared in Runtime.cpp, and libcuda.so.1 is
-// opened with dlopen at the first launch. Loading a kernel therefore works
-// on machines without a GPU; launching there fails with a clear message.
+// and entry points it uses are declared in Runtime.cpp, and the driver
+// library (libcuda.so.1, or the one FLASHTILE_CUDA_DRIVER names) is opened
+// with dlopen at the first use of a GPU. Loading a plan therefore works on
+// machines without a GPU; launching there fails with a clear message.
 //
-// Tensors are described by `TensorArg` (q, k, v, out: batch, seq, heads, dim
-// with dim contiguous; strides in elements) and `LseArg` (batch, heads, seq
-// with seq contiguous). Every argument is checked before anything is
-// launched; a failed check names the argument and the numbers involved.
+// Arguments are checked without reading device memory, so a launch can be
+// captured in a CUDA graph. No function of this header throws: failures are
+// a false / empty result and an error sentence.
+//
+// Modules: a kernel's cubin is loaded once per CUDA context, on its first
+// launch there. The destructor unloads the modules it loaded in devices'
+// primary contexts (which the runtime retains for the process's lifetime, so
+// they are alive); modules loaded in other contexts are left to those
+// contexts, whose destruction frees them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHTILE_RUNTIME_RUNTIME_H
 #define FLASHTILE_RUNTIME_RUNTIME_H
 
+#include "flashtile/Runtime/LaunchPlan.h"
+
+#include <array>
 #include <cstdint>
-#include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace flashtile::runtime {
 
-/// The format string this runtime reads.
-inline constexpr const char *kMetadataFormat = "flashtile-kernel-v1";
-
-/// Element types of kernel arguments.
-enum class DType { F16, BF16, F32 };
-
-/// "f16", "bf16" or "f32".
-const char *stringifyDType(DType dtype);
-/// Parses "f16" / "bf16" / "f32".
-std::optional<DType> parseDType(std::string_view name);
-/// Bytes per element.
-int64_t getDTypeSize(DType dtype);
-
-/// How one kernel parameter is passed.
-enum class ParamType { Ptr, I32, I64, F32 };
-
-/// One entry of the metadata's "params" list, in launch order.
-struct KernelParam {
-  std::string name;
-  ParamType type;
-};
-
-/// The metadata's "config" object. Only `tileM` is needed to launch.
-struct KernelConfig {
-  int64_t tileM = 0;
-  std::optional<int64_t> tileN, stages, warps;
-  std::optional<bool> qInRegs;
-};
-
-/// The parsed and checked contents of a kernel's metadata JSON.
-class KernelMetadata {
-public:
-  /// Parses `json`; `path` names the file in messages and is the folder the
-  /// cubin path is relative to. On failure returns std::nullopt and sets
-  /// `error` to "<path>: field '<name>': <what is wrong>" (or the JSON
-  /// syntax error with its line and column).
-  static std::optional<KernelMetadata> parse(std::string_view json,
-                                             const std::string &path,
-                                             std::string &error);
-  /// Reads and parses the file at `path`.
-  static std::optional<KernelMetadata> readFile(const std::string &path,
-                                                std::string &error);
-
-  /// The metadata file this came from.
-  std::string path;
-  /// The kernel's symbol in the cubin.
-  std::string kernelName;
-  /// The cubin's path as written in the metadata, and resolved against the
-  /// metadata file's folder.
-  std::string cubin, cubinPath;
-  std::string arch, isa, codePath;
-  DType dtype = DType::BF16;
-  int64_t headDim = 0, headDimV = 0;
-  bool causal = false;
-  /// -1: unbounded on that side.
-  int64_t windowLeft = -1, windowRight = -1;
-  double softmaxScale = 0.0;
-  KernelConfig config;
-  int64_t block[3] = {0, 0, 0};
-  int64_t dynamicSmemBytes = 0;
-  std::vector<KernelParam> params;
-  /// Absent (null) when ptxas -v output was not parsed.
-  std::optional<int64_t> registers, spillStores, spillLoads;
-};
-
-/// A (batch, seq, heads, dim) tensor in device memory; strides in elements.
+/// A tensor in device memory. Sizes and strides are in elements, outermost
+/// dimension first. Checks never dereference `data`.
 struct TensorArg {
   void *data = nullptr;
-  int64_t sizes[4] = {0, 0, 0, 0};
-  int64_t strides[4] = {0, 0, 0, 0};
-  DType dtype = DType::BF16;
+  plan::DType dtype = plan::DType::F32;
   /// CUDA device ordinal.
   int device = 0;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
 
-  /// A densely packed tensor of the given sizes.
-  static TensorArg contiguous(void *data, std::initializer_list<int64_t> sizes,
-                              DType dtype, int device = 0);
+  /// A densely packed (row-major) tensor of the given sizes.
+  static TensorArg contiguous(void *data, std::vector<int64_t> sizes,
+                              plan::DType dtype, int device = 0);
 };
 
-/// The (batch, heads, seq) float32 log-sum-exp output; strides in elements.
-struct LseArg {
-  void *data = nullptr;
-  int64_t sizes[3] = {0, 0, 0};
-  int64_t strides[3] = {0, 0, 0};
-  /// Must be F32; stated so that a wrong buffer is caught.
-  DType dtype = DType::F32;
-  int device = 0;
+/// The value of one argument of a launch, given in the plan's argument order.
+struct ArgValue {
+  enum class Kind {
+    /// Not given: allowed for scalars with a default (and, for
+    /// getOutputShapes, for outputs).
+    Absent,
+    Tensor,
+    Scalar,
+  };
+  Kind kind = Kind::Absent;
+  TensorArg tensor;
+  /// Scalars: whether the value was given as an integer (exact in
+  /// `intValue`) or as a floating-point number (in `floatValue`).
+  bool isInteger = false;
+  int64_t intValue = 0;
+  double floatValue = 0.0;
 
-  /// A densely packed (batch, heads, seq) buffer.
-  static LseArg contiguous(void *data, int64_t batch, int64_t heads,
-                           int64_t seqlen, int device = 0);
+  static ArgValue absent() { return ArgValue(); }
+  static ArgValue of(TensorArg tensor);
+  static ArgValue scalar(double value);
+  static ArgValue integer(int64_t value);
 };
 
-/// The problem size a checked set of arguments describes.
-struct LaunchDims {
-  int64_t batch = 0, seqlenQ = 0, seqlenK = 0, headsQ = 0, headsKV = 0;
-  /// Grid (ceil(seqlenQ / tile_m), headsQ, batch).
-  int64_t grid[3] = {0, 0, 0};
-  /// Zero batch or heads: there is nothing to launch.
-  bool empty = false;
+/// What a successful check derives from the arguments: everything a launch
+/// needs besides the device.
+struct CheckedLaunch {
+  /// The plan's sizes, bound from the arguments (plus "num_sms" when the
+  /// check was given one).
+  plan::Env sizes;
+  /// Per argument: the scalar's value (defaults filled in), as the double
+  /// and, for integer dtypes, the exact integer. Unused for tensors.
+  std::vector<double> scalarValues;
+  std::vector<int64_t> scalarInts;
+  /// The device of the tensors; -1 when there is no tensor.
+  int device = -1;
+  /// The kernels to run, in order (indices into the plan's kernels): the
+  /// dispatch rule's choice when the check had a multiprocessor count (or
+  /// the plan has no rule), otherwise every kernel.
+  std::vector<int64_t> kernels;
+  /// The grid of each kernel of the plan (zeros for kernels not run).
+  std::vector<std::array<int64_t, 3>> grids;
+  /// The bytes of each workspace of the plan.
+  std::vector<int64_t> workspaceBytes;
 };
 
-/// One compiled kernel: its metadata and its cubin image, plus the modules it
-/// has been loaded as (one per CUDA context, on first launch there).
-class FlashKernel {
+/// The shape and dtype an output must have for given inputs.
+struct OutputShape {
+  /// Index into the plan's arguments.
+  int64_t argument = 0;
+  std::string name;
+  plan::DType dtype = plan::DType::F32;
+  std::vector<int64_t> sizes;
+};
+
+/// A kernel's parameters, packed for cuLaunchKernel: one 8-byte slot per
+/// parameter holding the value in its type's representation (i32 and f32 in
+/// the low 4 bytes, little-endian), and the pointer to each slot.
+struct PackedParams {
+  std::vector<uint64_t> slots;
+  std::vector<void *> pointers;
+};
+
+/// Options of one launch.
+struct LaunchOptions {
+  /// Caller-provided device buffers for the plan's workspaces, in the plan's
+  /// order; an absent or null entry is allocated by the launch (stream
+  /// ordered, freed after the kernels on the same stream). A given buffer
+  /// must hold at least the workspace's bytes.
+  std::vector<void *> workspaces;
+};
+
+/// One compiled kernel family: its plan and cubin images, and the modules
+/// they have been loaded as (one per CUDA context, on first launch there).
+/// Thread-safe: launches may come from several threads.
+class KernelFamily {
 public:
-  /// Reads the metadata JSON and the cubin it names. Touches no GPU and
-  /// works without a CUDA driver. On failure returns nullptr and sets
-  /// `error`.
-  static std::unique_ptr<FlashKernel> load(const std::string &metadataPath,
-                                           std::string &error);
+  /// Reads the plan at `planPath` and the cubins it names (relative to the
+  /// plan's folder). Touches no GPU. On failure returns nullptr and sets
+  /// `error` ("<path>: <what>").
+  static std::unique_ptr<KernelFamily> load(const std::string &planPath,
+                                            std::string &error);
 
-  /// Builds a kernel from metadata and a cubin image already in memory.
-  FlashKernel(KernelMetadata meta, std::vector<char> cubinImage);
-  ~FlashKernel();
-  FlashKernel(const FlashKernel &) = delete;
-  FlashKernel &operator=(const FlashKernel &) = delete;
+  /// A family from a parsed plan and the images of its cubins, keyed by the
+  /// `cubin` field of its kernels. Fails when a kernel's image is missing.
+  static std::unique_ptr<KernelFamily>
+  create(plan::LaunchPlan plan, std::map<std::string, std::vector<char>> cubins,
+         std::string &error, std::string planPath = "");
 
-  const KernelMetadata &getMetadata() const { return metadata; }
-  const std::vector<char> &getImage() const { return image; }
+  ~KernelFamily();
+  KernelFamily(const KernelFamily &) = delete;
+  KernelFamily &operator=(const KernelFamily &) = delete;
 
-  /// Checks the arguments against the kernel without launching: dtypes,
-  /// devices, ranks, head dims, matching batch / seqlen / heads, the GQA
-  /// head ratio, contiguous last dims, strides that are multiples of 8
-  /// elements and 16-byte aligned pointers (cp.async moves 16-byte chunks),
-  /// non-overlapping outputs, seqlens >= 1 and sizes that fit the kernel's
-  /// parameter types and the grid. Returns false and sets `error` on the
-  /// first problem.
-  bool check(const TensorArg &q, const TensorArg &k, const TensorArg &v,
-             const TensorArg &out, const LseArg &lse, std::string &error,
-             LaunchDims *dims = nullptr) const;
+  const plan::LaunchPlan &getPlan() const { return plan; }
+  /// The plan file this came from ("" when created in memory).
+  const std::string &getPlanPath() const { return planPath; }
 
-  /// Checks the arguments, then launches on `stream` (a CUstream; nullptr is
-  /// the legacy default stream) in q's device: the current context when it
-  /// belongs to that device, otherwise the device's primary context. A NaN
-  /// `softmaxScale` uses the metadata's. Zero batch or heads launches
-  /// nothing. Returns false and sets `error` on a failed check or a driver
-  /// error (with the driver's error name and text). The launch is
-  /// asynchronous: errors inside the kernel surface at the next
-  /// synchronisation.
-  bool launch(const TensorArg &q, const TensorArg &k, const TensorArg &v,
-              const TensorArg &out, const LseArg &lse, float softmaxScale,
-              void *stream, std::string &error);
+  /// Checks `args` (one per plan argument, in order) without reading device
+  /// memory: kinds, dtypes, ranks, one device for all tensors, every shape
+  /// entry against the sizes, the plan's checks, alignment, contiguous last
+  /// dimensions, stride multiples, null pointers of non-empty tensors,
+  /// outputs that overlap an input, another output or themselves, scalar
+  /// values that do not fit their dtype, parameter values that do not fit
+  /// their type, and grids over the CUDA limits. `numSms`, when given,
+  /// selects the kernels by the plan's dispatch rule; without it every
+  /// kernel is checked. Returns false and sets `error` (one sentence with
+  /// the numbers involved) on the first problem.
+  bool check(const std::vector<ArgValue> &args, std::string &error,
+             CheckedLaunch *checked = nullptr,
+             std::optional<int64_t> numSms = std::nullopt) const;
+
+  /// The shape of every output argument for the given inputs (outputs in
+  /// `args` may be absent; they are ignored). Fails when an input is
+  /// missing or malformed, or an output's shape has a dimension the plan
+  /// leaves free.
+  std::optional<std::vector<OutputShape>>
+  getOutputShapes(const std::vector<ArgValue> &args, std::string &error) const;
+
+  /// Packs the parameters of kernel `kernelIndex` from checked arguments and
+  /// the workspaces' device pointers (in the plan's order). Fails when a
+  /// value does not fit its type.
+  bool packParams(size_t kernelIndex, const std::vector<ArgValue> &args,
+                  const CheckedLaunch &checked,
+                  const std::vector<void *> &workspaces, PackedParams &packed,
+                  std::string &error) const;
+
+  /// Checks the arguments, then launches the dispatched kernels on `stream`
+  /// (a CUstream; nullptr is the legacy default stream) in the tensors'
+  /// device: the current context when it belongs to that device, otherwise
+  /// the device's primary context, made current for the call. A kernel with
+  /// an empty grid is not launched. Returns false and sets `error` on a
+  /// failed check or a driver error (with the driver's error name and
+  /// text). Launches are asynchronous: faults inside a kernel surface at
+  /// the next synchronisation.
+  bool launch(const std::vector<ArgValue> &args, void *stream,
+              std::string &error, const LaunchOptions &options = {});
 
 private:
-  struct LoadedModule {
-    void *context;
-    void *module;
-    void *function;
+  KernelFamily(plan::LaunchPlan plan, std::string planPath,
+               std::vector<std::vector<char>> images,
+               std::vector<size_t> kernelImage);
+
+  struct LoadedContext {
+    void *context = nullptr;
+    /// Whether `context` is a primary context the runtime retains.
+    bool isPrimary = false;
+    /// Per image: the module (null until loaded).
+    std::vector<void *> modules;
+    /// Per kernel: the function (null until loaded).
+    std::vector<void *> functions;
   };
 
-  /// The kernel's function in `context` (current on this thread), loading
-  /// the module there on first use.
-  void *getFunction(void *context, int device, std::string &error);
+  /// The functions of the kernels in `context` (current on this thread),
+  /// loading the modules of `kernels` there on first use.
+  const std::vector<void *> *getFunctions(void *context, bool isPrimary,
+                                          int device,
+                                          const std::vector<int64_t> &kernels,
+                                          std::string &error);
 
-  KernelMetadata metadata;
-  std::vector<char> image;
+  plan::LaunchPlan plan;
+  std::string planPath;
+  /// The distinct cubin images and, per kernel, the index of its image.
+  std::vector<std::vector<char>> images;
+  std::vector<size_t> kernelImage;
   std::mutex mutex;
-  std::vector<LoadedModule> loaded;
+  std::vector<std::unique_ptr<LoadedContext>> contexts;
 };
 
-/// Whether libcuda could be opened and initialised (opens it on first call;
-/// sets `error` when not). FLASHTILE_CUDA_DRIVER, when set, names the
-/// library to open instead of libcuda.so.1.
+/// Whether the CUDA driver could be opened and initialised (opens it on the
+/// first call; sets `error` when not). FLASHTILE_CUDA_DRIVER, when set,
+/// names the library to open instead of libcuda.so.1.
 bool isDriverAvailable(std::string &error);
+
+/// Number of CUDA devices, or std::nullopt (with `error`) without a driver.
+std::optional<int> getDeviceCount(std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Device memory, for tests and tools (a launch needs none of it)
+//===----------------------------------------------------------------------===//
+
+/// cuMemAlloc in `device`'s context; `bytes` == 0 gives nullptr.
+void *allocateDeviceMemory(int device, size_t bytes, std::string &error);
+/// cuMemFree; nullptr is a no-op.
+bool freeDeviceMemory(int device, void *ptr, std::string &error);
+/// Synchronous copies between host and device memory.
+bool copyToDevice(int device, void *dst, const void *src, size_t bytes,
+                  std::string &error);
+bool copyToHost(int device, void *dst, const void *src, size_t bytes,
+                std::string &error);
+/// Waits for all work in `device`'s context; reports asynchronous faults.
+bool synchronizeDevice(int device, std::string &error);
 
 } // namespace flashtile::runtime
 

@@ -10,15 +10,6 @@ attn.kernel @kernel_level arch(#attn.arch<sm_120>) {
 
 // -----
 
-!t = memref<?x?x?x80xf16, strided<[?, ?, ?, 1]>>
-!lse = memref<?x?x?xf32>
-// expected-error @below {{head_dim = 80 is not supported by the sm80 lowering yet: it needs a multiple of 32}}
-attn.kernel @d80 arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>) attributes {smem_bytes = 0 : i64} {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-}
-
-// -----
-
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 // expected-error @below {{chip sm_100 needs the tcgen05/TMEM code path, which is not implemented}}

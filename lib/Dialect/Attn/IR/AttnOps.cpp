@@ -54,10 +54,11 @@ std::optional<std::string> attn::explainInvalidKernelName(StringRef name) {
     return std::string("it must start with a letter or '_'");
   for (char c : name)
     if (!llvm::isAlnum(c) && c != '_')
-      return llvm::formatv("character '{0}' is not allowed: use letters, "
-                           "digits and '_'",
-                           llvm::isPrint(c) ? std::string(1, c)
-                                            : llvm::utohexstr(uint8_t(c)))
+      return llvm::formatv("{0} is not allowed: use ASCII letters, digits "
+                           "and '_'",
+                           llvm::isPrint(c)
+                               ? "character '" + std::string(1, c) + "'"
+                               : "byte 0x" + llvm::utohexstr(uint8_t(c)))
           .str();
   return std::nullopt;
 }

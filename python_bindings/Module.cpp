@@ -1,0 +1,381 @@
+//===- Module.cpp - flashtile._runtime, the Python binding ----------------===//
+//
+// Exposes FlashTileRuntime to Python. The binding does the per-call work in
+// C++ (binding positional and keyword arguments to the plan's arguments,
+// reading each tensor's data_ptr(), shape, stride(), dtype and device), so
+// a launch costs few Python operations. It knows nothing of torch: tensors
+// are any objects with those attributes, and the two things that need torch
+// (the current stream and allocating missing outputs) are callables the
+// caller passes ("hooks", see flashtile/runtime.py).
+//
+// Every failure raises flashtile.FlashTileError (a RuntimeError subclass
+// defined in flashtile/__init__.py) with the runtime's message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Runtime/Runtime.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace py = pybind11;
+using namespace flashtile;
+using runtime::ArgValue;
+using runtime::KernelFamily;
+using runtime::TensorArg;
+
+namespace {
+
+/// flashtile.FlashTileError, looked up when the module is imported.
+PyObject *errorType = nullptr;
+
+[[noreturn]] void raise(const std::string &message) {
+  PyErr_SetString(errorType, message.c_str());
+  throw py::error_already_set();
+}
+
+std::optional<plan::DType> parseDTypeName(std::string name) {
+  if (name.rfind("torch.", 0) == 0)
+    name = name.substr(6);
+  if (name == "float16" || name == "half" || name == "f16")
+    return plan::DType::F16;
+  if (name == "bfloat16" || name == "bf16")
+    return plan::DType::BF16;
+  if (name == "float32" || name == "float" || name == "f32")
+    return plan::DType::F32;
+  if (name == "int32" || name == "int" || name == "i32")
+    return plan::DType::I32;
+  if (name == "int64" || name == "long" || name == "i64")
+    return plan::DType::I64;
+  return std::nullopt;
+}
+
+/// The dtype of `dtype` (a torch.dtype, or any object whose str() names
+/// one). Dtype objects are cached by identity: torch's are singletons. The
+/// cache is never destroyed, so no reference is dropped after the
+/// interpreter has finalised.
+plan::DType toDType(const std::string &argName, py::handle dtype) {
+  static auto *cache =
+      new std::vector<std::pair<py::object, plan::DType>>();
+  for (const auto &entry : *cache)
+    if (entry.first.ptr() == dtype.ptr())
+      return entry.second;
+  std::string name = py::str(dtype);
+  std::optional<plan::DType> parsed = parseDTypeName(name);
+  if (!parsed)
+    raise(argName + " has dtype " + name +
+          ", which FlashTile does not take (float16, bfloat16, float32, "
+          "int32 or int64)");
+  cache->emplace_back(py::reinterpret_borrow<py::object>(dtype), *parsed);
+  return *parsed;
+}
+
+std::string typeName(py::handle obj) {
+  return py::str(py::type::handle_of(obj).attr("__name__"));
+}
+
+std::vector<int64_t> toInts(py::handle sequence) {
+  std::vector<int64_t> values;
+  for (py::handle item : sequence)
+    values.push_back(item.cast<int64_t>());
+  return values;
+}
+
+/// A tensor-like object as a TensorArg: data_ptr(), shape, stride(), dtype
+/// and device (a torch.device, or an int ordinal).
+TensorArg toTensor(const std::string &name, py::handle obj) {
+  if (!py::hasattr(obj, "data_ptr") || !py::hasattr(obj, "stride"))
+    raise(name + " must be a tensor (an object with data_ptr(), shape, "
+                 "stride(), dtype and device), got " +
+          typeName(obj));
+  TensorArg t;
+  py::handle device = obj.attr("device");
+  if (PyLong_Check(device.ptr())) {
+    t.device = device.cast<int>();
+  } else {
+    std::string type = py::str(device.attr("type"));
+    if (type != "cuda")
+      raise(name + " is on " + std::string(py::str(device)) +
+            ", expected a CUDA tensor");
+    py::object index = device.attr("index");
+    t.device = index.is_none() ? 0 : index.cast<int>();
+  }
+  t.data = reinterpret_cast<void *>(
+      static_cast<uintptr_t>(obj.attr("data_ptr")().cast<uint64_t>()));
+  t.sizes = toInts(obj.attr("shape"));
+  t.strides = toInts(obj.attr("stride")());
+  t.dtype = toDType(name, obj.attr("dtype"));
+  return t;
+}
+
+/// One Python value as the plan argument `arg` (None: absent).
+ArgValue toArgValue(const plan::Argument &arg, py::handle obj) {
+  if (!obj || obj.is_none())
+    return ArgValue::absent();
+  PyObject *p = obj.ptr();
+  bool isNumber = PyLong_Check(p) || PyFloat_Check(p);
+  if (arg.kind == plan::ArgKind::Tensor || (!isNumber && !PyBool_Check(p) &&
+                                            py::hasattr(obj, "data_ptr"))) {
+    if (isNumber) // the check reports "must be a tensor, got a scalar"
+      return PyLong_Check(p) ? ArgValue::integer(0) : ArgValue::scalar(0.0);
+    return ArgValue::of(toTensor(arg.name, obj));
+  }
+  if (PyBool_Check(p))
+    raise(arg.name + " must be a number, got a bool");
+  if (PyLong_Check(p)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow)
+      raise(arg.name + " = " + std::string(py::str(obj)) +
+            " does not fit in 64 bits");
+    return ArgValue::integer(v);
+  }
+  if (PyFloat_Check(p))
+    return ArgValue::scalar(PyFloat_AS_DOUBLE(p));
+  // Other numbers (numpy scalars, ...): integers first, then floats.
+  if (PyObject *index = PyNumber_Index(p)) {
+    py::object owned = py::reinterpret_steal<py::object>(index);
+    return toArgValue(arg, owned);
+  }
+  PyErr_Clear();
+  if (PyObject *f = PyNumber_Float(p)) {
+    py::object owned = py::reinterpret_steal<py::object>(f);
+    return ArgValue::scalar(PyFloat_AS_DOUBLE(f));
+  }
+  PyErr_Clear();
+  raise(arg.name + " must be a number, got " + typeName(obj));
+}
+
+/// Python's call arguments bound to the plan's arguments, in plan order
+/// (null handles for those not given).
+std::vector<py::handle> bindArguments(const plan::LaunchPlan &plan,
+                                      const py::tuple &args,
+                                      const py::dict &kwargs) {
+  size_t n = plan.arguments.size();
+  auto names = [&] {
+    std::string s;
+    for (const plan::Argument &a : plan.arguments)
+      s += (s.empty() ? "" : ", ") + a.name;
+    return s;
+  };
+  if (args.size() > n)
+    raise(plan.name + " takes at most " + std::to_string(n) + " arguments (" +
+          names() + "), got " + std::to_string(args.size()));
+  std::vector<py::handle> slots(n);
+  for (size_t i = 0; i < args.size(); ++i)
+    slots[i] = args[i];
+  for (auto item : kwargs) {
+    std::string key = py::str(item.first);
+    int64_t index = plan.indexOfArgument(key);
+    if (index < 0)
+      raise(plan.name + " got an unexpected keyword argument '" + key +
+            "' (its arguments: " + names() + ")");
+    if (slots[index])
+      raise(plan.name + " got multiple values for argument '" + key + "'");
+    slots[index] = item.second;
+  }
+  return slots;
+}
+
+std::vector<ArgValue> toArgValues(const plan::LaunchPlan &plan,
+                                  const std::vector<py::handle> &slots) {
+  std::vector<ArgValue> values;
+  values.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    values.push_back(toArgValue(plan.arguments[i], slots[i]));
+  return values;
+}
+
+int firstDevice(const std::vector<ArgValue> &values) {
+  for (const ArgValue &v : values)
+    if (v.kind == ArgValue::Kind::Tensor)
+      return v.tensor.device;
+  return 0;
+}
+
+/// Launches with the Python arguments. `hooks` is None or a pair
+/// (stream(device) -> int, allocate(shape, dtype name, device) -> tensor);
+/// `stream`, when not None, overrides the hook's stream. Returns the
+/// outputs (given or allocated) in plan order: None, the one output, or a
+/// tuple.
+py::object call(KernelFamily &family, const py::tuple &args,
+                const py::dict &kwargs, const py::object &hooks,
+                const py::object &stream) {
+  const plan::LaunchPlan &plan = family.getPlan();
+  std::vector<py::handle> slots = bindArguments(plan, args, kwargs);
+  std::vector<ArgValue> values = toArgValues(plan, slots);
+  std::vector<py::object> allocated(slots.size());
+
+  bool missingOutput = false;
+  for (size_t i = 0; i < values.size(); ++i)
+    missingOutput |= plan.arguments[i].role == plan::ArgRole::Output &&
+                     values[i].kind == ArgValue::Kind::Absent;
+  int device = firstDevice(values);
+  if (missingOutput && !hooks.is_none()) {
+    std::string error;
+    auto shapes = family.getOutputShapes(values, error);
+    if (!shapes)
+      raise(error);
+    py::handle allocate = hooks[py::int_(1)];
+    for (const runtime::OutputShape &out : *shapes) {
+      if (values[out.argument].kind != ArgValue::Kind::Absent)
+        continue;
+      py::tuple shape(out.sizes.size());
+      for (size_t d = 0; d < out.sizes.size(); ++d)
+        shape[d] = py::int_(out.sizes[d]);
+      py::object tensor =
+          allocate(shape, plan::stringifyDType(out.dtype), device);
+      values[out.argument] = ArgValue::of(toTensor(out.name, tensor));
+      slots[out.argument] = tensor;
+      allocated[out.argument] = std::move(tensor);
+    }
+  }
+
+  void *cuStream = nullptr;
+  py::object streamValue = stream;
+  if (streamValue.is_none() && !hooks.is_none())
+    streamValue = hooks[py::int_(0)](device);
+  if (!streamValue.is_none())
+    cuStream = reinterpret_cast<void *>(
+        static_cast<uintptr_t>(streamValue.cast<uint64_t>()));
+
+  std::string error;
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = family.launch(values, cuStream, error);
+  }
+  if (!ok)
+    raise(error);
+
+  std::vector<py::object> outputs;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (plan.arguments[i].role == plan::ArgRole::Output &&
+        plan.arguments[i].kind == plan::ArgKind::Tensor)
+      outputs.push_back(py::reinterpret_borrow<py::object>(slots[i]));
+  if (outputs.empty())
+    return py::none();
+  if (outputs.size() == 1)
+    return outputs[0];
+  py::tuple result(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    result[i] = outputs[i];
+  return result;
+}
+
+std::unique_ptr<KernelFamily> loadFamily(const std::string &path) {
+  std::string error;
+  std::unique_ptr<KernelFamily> family = KernelFamily::load(path, error);
+  if (!family)
+    raise(error);
+  return family;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_runtime, m) {
+  m.doc() = "FlashTile's C++ runtime: load launch plans, check arguments "
+            "and launch kernels (see flashtile.runtime for the torch API).";
+  py::object error = py::module_::import("flashtile").attr("FlashTileError");
+  errorType = error.ptr();
+  Py_INCREF(errorType); // kept for the module's lifetime
+
+  m.attr("FORMAT_NAME") = plan::kFormatName;
+  m.attr("FORMAT_VERSION") = plan::kFormatVersion;
+
+  m.def(
+      "parse_plan",
+      [](const std::string &text) {
+        std::string error;
+        std::optional<plan::LaunchPlan> parsed = plan::parseJson(text, error);
+        if (!parsed)
+          raise(error);
+        return plan::writeJson(*parsed);
+      },
+      py::arg("text"),
+      "Validates a plan's JSON text; returns it normalised (as the compiler "
+      "writes plans). Raises FlashTileError.");
+  m.def(
+      "driver_available",
+      [] {
+        std::string error;
+        bool ok = runtime::isDriverAvailable(error);
+        return py::make_tuple(ok, error);
+      },
+      "(True, '') when the CUDA driver loads, else (False, why).");
+
+  py::class_<KernelFamily>(m, "Kernel")
+      .def(py::init(&loadFamily), py::arg("path"),
+           "Loads a plan and its cubins (no GPU needed). Raises "
+           "FlashTileError.")
+      .def_property_readonly("path", &KernelFamily::getPlanPath)
+      .def_property_readonly(
+          "name", [](const KernelFamily &f) { return f.getPlan().name; })
+      .def_property_readonly(
+          "plan_json",
+          [](const KernelFamily &f) { return plan::writeJson(f.getPlan()); },
+          "The plan as JSON text.")
+      .def("call", &call, py::arg("args"), py::arg("kwargs"),
+           py::arg("hooks") = py::none(), py::arg("stream") = py::none())
+      .def(
+          "check",
+          [](const KernelFamily &f, const py::tuple &args,
+             const py::dict &kwargs) {
+            std::vector<ArgValue> values =
+                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
+                                                       kwargs));
+            std::string error;
+            if (!f.check(values, error))
+              raise(error);
+          },
+          py::arg("args"), py::arg("kwargs"),
+          "Checks arguments without launching. Raises FlashTileError.")
+      .def(
+          "output_shapes",
+          [](const KernelFamily &f, const py::tuple &args,
+             const py::dict &kwargs) {
+            std::vector<ArgValue> values =
+                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
+                                                       kwargs));
+            std::string error;
+            auto shapes = f.getOutputShapes(values, error);
+            if (!shapes)
+              raise(error);
+            py::list result;
+            for (const runtime::OutputShape &out : *shapes)
+              result.append(py::make_tuple(
+                  out.name, py::tuple(py::cast(out.sizes)),
+                  plan::stringifyDType(out.dtype)));
+            return result;
+          },
+          py::arg("args"), py::arg("kwargs"),
+          "[(name, shape, dtype)] of the outputs for the given inputs.")
+      .def(
+          "pack_params",
+          [](const KernelFamily &f, size_t kernel, const py::tuple &args,
+             const py::dict &kwargs, const std::vector<uint64_t> &workspaces) {
+            std::vector<ArgValue> values =
+                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
+                                                       kwargs));
+            std::string error;
+            runtime::CheckedLaunch checked;
+            if (!f.check(values, error, &checked))
+              raise(error);
+            std::vector<void *> pointers;
+            for (uint64_t w : workspaces)
+              pointers.push_back(
+                  reinterpret_cast<void *>(static_cast<uintptr_t>(w)));
+            runtime::PackedParams packed;
+            if (!f.packParams(kernel, values, checked, pointers, packed,
+                              error))
+              raise(error);
+            return packed.slots;
+          },
+          py::arg("kernel"), py::arg("args"), py::arg("kwargs"),
+          py::arg("workspaces") = std::vector<uint64_t>(),
+          "The 8-byte parameter slots of kernel `kernel` (for tests).");
+}

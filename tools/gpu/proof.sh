@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# THE GPU proof: everything the GPU machine runs, in one go, over the
+# repository's run side and the kernels compiled here by
+# tools/gpu/build_kernels.sh (NAME.plan.json + NAME.cubin in .gpu/kernels;
+# carry .gpu). Usage (on the GPU machine): bash tools/gpu/proof.sh OUT_DIR
+#
+#   1. build the run side (cmake -DFLASHTILE_RUNTIME_ONLY=ON; pybind11 from
+#      pip's CMake folder), Release, into build-gpu/
+#   2. the runtime's GoogleTests and the Python runtime tests (CPU and GPU)
+#   3. flashtile-run-check (C++) over every plan: float64 CPU reference
+#   4. check_fwd.py (Python): the kernel matrix against float64 torch
+#   5. launch overhead: FlashTile's Python call vs torch SDPA, tiny shapes
+#   6. SASS counts, compute-sanitizer memcheck + racecheck on 2 kernels
+#   7. a short benchmark against torch's SDPA backends
+# Full logs go to OUT_DIR; a short table is printed at the end. Each stage
+# has a time limit, so the whole stays within about 8 minutes.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="$(mkdir -p "${1:?usage: proof.sh OUT_DIR}" && cd "$1" && pwd)"
+kernels="$root/.gpu/kernels"
+build="$root/build-gpu"
+export PYTHONUNBUFFERED=1
+export PATH="$PATH:/usr/local/cuda/bin"
+start=$(date +%s)
+declare -a summary
+
+# stage NAME STATUS DETAILS: one row of the final table.
+stage() { summary+=("$(printf '%-22s %-5s %s' "$1" "$2" "$3")"); }
+verdict() { [ "$1" -eq 0 ] && echo PASS || echo FAIL; }
+
+nvidia-smi -L > "$out/gpu.txt" 2>&1
+python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)" \
+  >> "$out/gpu.txt" 2>&1
+
+# 1. Build.
+pybind11_dir="$(python3 -m pybind11 --cmakedir 2>/dev/null || true)"
+{
+  cmake -S "$root" -B "$build" -DFLASHTILE_RUNTIME_ONLY=ON \
+    -DCMAKE_BUILD_TYPE=Release -DFLASHTILE_ENABLE_WERROR=ON \
+    -DFLASHTILE_ENABLE_ASSERTIONS=ON -DPython3_EXECUTABLE="$(command -v python3)" \
+    ${pybind11_dir:+-Dpybind11_DIR="$pybind11_dir"} &&
+  cmake --build "$build" -j "$(nproc)"
+} > "$out/build.log" 2>&1
+status=$?
+stage build "$(verdict $status)" "$(grep -c 'warning:' "$out/build.log") warnings; log build.log"
+if [ $status -ne 0 ]; then
+  tail -30 "$out/build.log"
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+export PYTHONPATH="$build/python_bindings${PYTHONPATH:+:$PYTHONPATH}"
+run_check="$build/bin/flashtile-run-check"
+
+# 2. Unit tests.
+if [ -x "$build/test/Runtime/FlashTileRuntimeTests" ]; then
+  timeout 120 "$build/test/Runtime/FlashTileRuntimeTests" > "$out/gtest.log" 2>&1
+  status=$?
+  stage gtest "$(verdict $status)" "$(grep -E '^\[  (PASSED|FAILED)  \]' "$out/gtest.log" | head -2 | tr '\n' ' ')"
+else
+  stage gtest SKIP "not built: no GoogleTest on this machine (see build.log)"
+fi
+(cd "$root/test/Python" &&
+  timeout 60 python3 -m unittest test_runtime -v > "$out/pytest_cpu.log" 2>&1)
+status=$?
+stage python-tests-cpu "$(verdict $status)" "$(tail -1 "$out/pytest_cpu.log")"
+(cd "$root/test/Python" && FLASHTILE_RUN_CHECK="$run_check" \
+  timeout 180 python3 -m unittest test_runtime_gpu -v > "$out/pytest_gpu.log" 2>&1)
+status=$?
+# Skips do not pass: the last line must be a bare OK.
+[ $status -eq 0 ] && [ "$(tail -1 "$out/pytest_gpu.log")" != OK ] && status=1
+stage python-tests-gpu "$(verdict $status)" "$(tail -1 "$out/pytest_gpu.log")"
+
+plans=("$kernels"/*.plan.json)
+if [ ! -e "${plans[0]}" ]; then
+  stage kernels FAIL "no plans in $kernels (run tools/gpu/build_kernels.sh)"
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+
+# 3. The C++ check over every plan.
+timeout 240 "$run_check" "${plans[@]}" > "$out/run_check.log" 2>&1
+status=$?
+stage run-check "$(verdict $status)" "$(tail -1 "$out/run_check.log") (${#plans[@]} plans)"
+
+# 4. The Python kernel matrix.
+timeout 300 python3 "$root/tools/gpu/check_fwd.py" --kernels "$kernels" \
+  --out "$out" --skip-large > "$out/check.txt" 2>&1
+status=$?
+stage check_fwd "$(verdict $status)" "$(grep -E 'cases passed' "$out/check.txt" | tail -1)"
+
+# 5. Launch overhead.
+overhead_plans=()
+for n in sm90_bf16_d64_full sm90_bf16_d128_full; do
+  [ -e "$kernels/$n.plan.json" ] && overhead_plans+=("$kernels/$n.plan.json")
+done
+[ ${#overhead_plans[@]} -eq 0 ] && overhead_plans=("${plans[0]}")
+timeout 120 python3 "$root/tools/gpu/overhead.py" "${overhead_plans[@]}" \
+  > "$out/overhead.txt" 2>&1
+status=$?
+worst=$(grep -oE 'worst ratio [0-9.]+' "$out/overhead.txt" | awk '{print $3}')
+if [ $status -eq 0 ] && [ -n "$worst" ] && awk "BEGIN{exit !($worst <= 1.5)}"; then
+  result=PASS
+else
+  result=FAIL
+fi
+stage launch-overhead "$result" "$(grep -E 'worst ratio' "$out/overhead.txt") (overhead.txt)"
+
+# 6. SASS: tensor-core mma, ldmatrix, cp.async, and no local memory.
+for cubin in "$kernels"/*.cubin; do
+  sass=$(cuobjdump --dump-sass "$cubin")
+  printf '%-40s HMMA.16816=%-5s LDSM=%-4s LDGSTS=%-4s LDL=%-4s STL=%s\n' \
+    "$(basename "$cubin" .cubin)" \
+    "$(grep -c 'HMMA.16816' <<<"$sass")" "$(grep -c 'LDSM' <<<"$sass")" \
+    "$(grep -c 'LDGSTS' <<<"$sass")" "$(grep -c 'LDL' <<<"$sass")" \
+    "$(grep -c 'STL' <<<"$sass")"
+done > "$out/sass.txt" 2>&1
+stage sass INFO "$(awk '$5 != "LDL=0" || $6 != "STL=0"' "$out/sass.txt" | wc -l) cubins with local memory (sass.txt)"
+
+: > "$out/sanitize.txt"
+sanitize_status=0
+for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
+  [ -e "$kernels/$k.plan.json" ] || { echo "== $k: no plan" >> "$out/sanitize.txt"; continue; }
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$run_check" --quick "$kernels/$k.plan.json" > "$out/sanitize.log" 2>&1
+    status=$?
+    [ $status -ne 0 ] && sanitize_status=1
+    { echo "== $k $tool: exit $status"; grep -E "SUMMARY|PASS|FAIL" "$out/sanitize.log"; } \
+      >> "$out/sanitize.txt"
+  done
+done
+rm -f "$out/sanitize.log"
+stage compute-sanitizer "$(verdict $sanitize_status)" "$(grep -c 'exit 0' "$out/sanitize.txt") of 4 runs clean (sanitize.txt)"
+
+# 7. A short benchmark: bf16 d = 128 at S = 4096.
+bench=()
+for n in sm120cfg_bf16_d128_full sm120cfg_bf16_d128_causal sm90_bf16_d128_full sm90_bf16_d128_causal; do
+  [ -e "$kernels/$n.plan.json" ] && bench+=("$kernels/$n.plan.json")
+done
+if [ ${#bench[@]} -gt 0 ]; then
+  timeout 150 python3 "$root/tools/gpu/bench_fwd.py" "${bench[@]}" --seqlens 4096 \
+    --peers sdpa-flash cudnn > "$out/bench.txt" 2>&1
+  status=$?
+  stage bench "$( [ $status -eq 0 ] && echo INFO || echo FAIL)" "${#bench[@]} kernels at S=4096 (bench.txt)"
+fi
+
+{
+  echo
+  echo "== FlashTile GPU proof ($(head -1 "$out/gpu.txt"), $(( $(date +%s) - start )) s)"
+  printf '%s\n' "${summary[@]}"
+  echo
+  echo "-- launch overhead (us per call)"
+  cat "$out/overhead.txt"
+  if [ -e "$out/bench.txt" ]; then
+    echo
+    echo "-- benchmark (TFLOP/s)"
+    sed -n '/^TFLOP/,$p' "$out/bench.txt"
+  fi
+} | tee "$out/summary.txt"
+grep -q ' FAIL ' "$out/summary.txt" && exit 1
+exit 0
