@@ -18,6 +18,7 @@ config.test_exec_root = os.path.join(config.flashtile_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%flashtile_src_root", config.flashtile_src_root))
 config.substitutions.append(("%flashtile_obj_root", config.flashtile_obj_root))
+config.substitutions.append(("%flashtile_tools_dir", config.flashtile_tools_dir))
 config.substitutions.append(("%python", sys.executable))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
