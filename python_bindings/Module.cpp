@@ -88,21 +88,35 @@ std::vector<int64_t> toInts(py::handle sequence) {
 /// A tensor-like object as a TensorArg: data_ptr(), shape, stride(), dtype
 /// and device (a torch.device, or an int ordinal).
 TensorArg toTensor(const std::string &name, py::handle obj) {
-  if (!py::hasattr(obj, "data_ptr") || !py::hasattr(obj, "stride"))
-    raise(name + " must be a tensor (an object with data_ptr(), shape, "
-                 "stride(), dtype and device), got " +
-          typeName(obj));
   TensorArg t;
-  py::handle device = obj.attr("device");
-  if (PyLong_Check(device.ptr())) {
-    t.device = device.cast<int>();
-  } else {
-    std::string type = py::str(device.attr("type"));
-    if (type != "cuda")
-      raise(name + " is on " + std::string(py::str(device)) +
+  // torch tensors first: get_device() is one call that returns the CUDA
+  // ordinal (-1 on the CPU), cheaper than building a torch.device.
+  if (PyObject *getDevice = PyObject_GetAttrString(obj.ptr(), "get_device")) {
+    py::object method = py::reinterpret_steal<py::object>(getDevice);
+    py::object index = method();
+    if (!PyLong_Check(index.ptr()))
+      raise(name + ".get_device() did not return an int");
+    t.device = index.cast<int>();
+    if (t.device < 0)
+      raise(name + " is on " + std::string(py::str(obj.attr("device"))) +
             ", expected a CUDA tensor");
-    py::object index = device.attr("index");
-    t.device = index.is_none() ? 0 : index.cast<int>();
+  } else {
+    PyErr_Clear();
+    if (!py::hasattr(obj, "data_ptr") || !py::hasattr(obj, "stride"))
+      raise(name + " must be a tensor (an object with data_ptr(), shape, "
+                   "stride(), dtype and device), got " +
+            typeName(obj));
+    py::handle device = obj.attr("device");
+    if (PyLong_Check(device.ptr())) {
+      t.device = device.cast<int>();
+    } else {
+      std::string type = py::str(device.attr("type"));
+      if (type != "cuda")
+        raise(name + " is on " + std::string(py::str(device)) +
+              ", expected a CUDA tensor");
+      py::object index = device.attr("index");
+      t.device = index.is_none() ? 0 : index.cast<int>();
+    }
   }
   t.data = reinterpret_cast<void *>(
       static_cast<uintptr_t>(obj.attr("data_ptr")().cast<uint64_t>()));
@@ -198,7 +212,8 @@ int firstDevice(const std::vector<ArgValue> &values) {
 }
 
 /// Launches with the Python arguments. `hooks` is None or a pair
-/// (stream(device) -> int, allocate(shape, dtype name, device) -> tensor);
+/// (stream(device) -> int, allocate(shape, dtype name, device, like) ->
+/// tensor, `like` being the first tensor argument or None);
 /// `stream`, when not None, overrides the hook's stream. Returns the
 /// outputs (given or allocated) in plan order: None, the one output, or a
 /// tuple.
@@ -215,6 +230,10 @@ py::object call(KernelFamily &family, const py::tuple &args,
     missingOutput |= plan.arguments[i].role == plan::ArgRole::Output &&
                      values[i].kind == ArgValue::Kind::Absent;
   int device = firstDevice(values);
+  py::handle like;
+  for (size_t i = 0; i < values.size() && !like; ++i)
+    if (values[i].kind == ArgValue::Kind::Tensor)
+      like = slots[i];
   if (missingOutput && !hooks.is_none()) {
     std::string error;
     auto shapes = family.getOutputShapes(values, error);
@@ -227,8 +246,8 @@ py::object call(KernelFamily &family, const py::tuple &args,
       py::tuple shape(out.sizes.size());
       for (size_t d = 0; d < out.sizes.size(); ++d)
         shape[d] = py::int_(out.sizes[d]);
-      py::object tensor =
-          allocate(shape, plan::stringifyDType(out.dtype), device);
+      py::object tensor = allocate(shape, plan::stringifyDType(out.dtype),
+                                   device, like ? like : py::none());
       values[out.argument] = ArgValue::of(toTensor(out.name, tensor));
       slots[out.argument] = tensor;
       allocated[out.argument] = std::move(tensor);

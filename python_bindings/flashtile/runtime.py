@@ -41,7 +41,7 @@ __all__ = ["FlashTileError", "Kernel", "load", "parse_plan",
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
                  "i32": "int32", "i64": "int64"}
 
-# (stream(device) -> int, allocate(shape, dtype, device) -> tensor), made on
+# (stream(device) -> int, allocate(shape, dtype, device, like) -> tensor), made on
 # the first launch (importing torch then, not at import time).
 _hooks = None
 
@@ -56,8 +56,12 @@ def _torch_hooks():
             return torch.cuda.current_stream(device).cuda_stream
     dtypes = {k: getattr(torch, v) for k, v in _TORCH_DTYPES.items()}
     empty = torch.empty
+    tensor_type = torch.Tensor
 
-    def allocate(shape, dtype, device):
+    def allocate(shape, dtype, device, like):
+        # new_empty inherits the device without parsing one: the cheaper call.
+        if type(like) is tensor_type:
+            return like.new_empty(shape, dtype=dtypes[dtype])
         return empty(shape, dtype=dtypes[dtype], device=device)
 
     _hooks = (raw_stream, allocate)

@@ -330,7 +330,7 @@ class LaunchWithoutDriverTest(TempDirTest):
         q, k, v, _, _ = qkv(b=0)
         calls = []
 
-        def allocate(shape, dtype, device):
+        def allocate(shape, dtype, device, like):
             calls.append((shape, dtype, device))
             return FakeTensor(0, shape, dtype)
         o, lse = kernel._impl.call((q, k, v), {}, (lambda d: 0, allocate))
