@@ -18,12 +18,15 @@
 #include "flashtile/Target/Arch.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 #include <algorithm>
 #include <cassert>
 
 using namespace flashtile;
+
+#include "flashtile/Target/ArchEnums.cpp.inc"
 
 static constexpr int64_t KiB = 1024;
 
@@ -44,16 +47,19 @@ static const ArchInfo kArchTable[] = {
 
 llvm::ArrayRef<ArchInfo> flashtile::getAllArchs() { return kArchTable; }
 
+static_assert(std::size(kArchTable) == getMaxEnumValForChip() + 1,
+              "kArchTable has one row per Chip");
+
 const ArchInfo &flashtile::getArchInfo(Chip chip) {
   const ArchInfo &info = kArchTable[static_cast<unsigned>(chip)];
   assert(info.chip == chip && "kArchTable must follow the order of Chip");
+  assert(info.name == stringifyChip(chip) && "a row's name is its chip's");
   return info;
 }
 
 const ArchInfo *flashtile::lookupArch(llvm::StringRef name) {
-  const auto *it = llvm::find_if(
-      kArchTable, [&](const ArchInfo &info) { return info.name == name; });
-  return it == std::end(kArchTable) ? nullptr : it;
+  std::optional<Chip> chip = symbolizeChip(name);
+  return chip ? &getArchInfo(*chip) : nullptr;
 }
 
 std::string flashtile::knownArchNames() {
@@ -64,18 +70,6 @@ std::string flashtile::knownArchNames() {
     names += info.name.str();
   }
   return names;
-}
-
-llvm::StringRef flashtile::stringifyCodePath(CodePath path) {
-  switch (path) {
-  case CodePath::None:
-    return "none";
-  case CodePath::Sm80:
-    return "sm80";
-  case CodePath::Sm100:
-    return "sm100";
-  }
-  llvm_unreachable("unknown code path");
 }
 
 bool flashtile::isaSupportsCodePath(const ArchInfo &isa, CodePath path) {

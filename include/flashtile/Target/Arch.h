@@ -11,24 +11,18 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/DenseMapInfo.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Support/LLVM.h"
 #include <cstdint>
 #include <optional>
 #include <string>
 
+// Chip and CodePath, with stringifyChip / symbolizeChip / stringifyCodePath /
+// symbolizeCodePath, generated from ArchEnums.td.
+#include "flashtile/Target/ArchEnums.h.inc"
+
 namespace flashtile {
-
-/// The chips FlashTile recognises.
-enum class Chip { sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120, sm_121 };
-
-/// The instruction family a kernel is lowered through.
-enum class CodePath {
-  /// None: the chip lacks cp.async and bf16 mma.sync.m16n8k16 (Turing).
-  None,
-  /// ldmatrix + mma.sync.m16n8k16 + cp.async (Ampere and later, incl. SM120).
-  Sm80,
-  /// tcgen05 / TMEM (datacenter Blackwell). Recognised, not implemented.
-  Sm100,
-};
 
 /// One row of the target table.
 struct ArchInfo {
@@ -71,9 +65,6 @@ const ArchInfo *lookupArch(llvm::StringRef name);
 
 /// "sm_80, sm_86, ..." for error messages.
 std::string knownArchNames();
-
-/// "none" / "sm80" / "sm100" as printed in plans and metadata.
-llvm::StringRef stringifyCodePath(CodePath path);
 
 /// Whether `isa` has the instructions of `path`; the sm80 path needs
 /// cp.async and bf16 mma.sync.m16n8k16, i.e. compute capability 8.0 or later.
