@@ -45,8 +45,15 @@ TEST(FragmentLayoutTest, IndicesAreABijection) {
   }
   EXPECT_EQ(acc.size(), size_t(mTiles * nTiles * 4));
   EXPECT_EQ(a.size(), size_t(mTiles * kTiles * 4));
-  for (int64_t index : acc)
+  // Distinct and in range: a bijection onto [0, size).
+  for (int64_t index : acc) {
+    EXPECT_GE(index, 0);
     EXPECT_LT(index, mTiles * nTiles * 4);
+  }
+  for (int64_t index : a) {
+    EXPECT_GE(index, 0);
+    EXPECT_LT(index, mTiles * kTiles * 4);
+  }
 }
 
 // P = softmax(S) feeds the PV mma from the registers of S: element `half`

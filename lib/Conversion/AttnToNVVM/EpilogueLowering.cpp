@@ -19,24 +19,23 @@ namespace {
 /// stores, conflict-free), then every thread copies 16-byte chunks of whole
 /// rows to global memory, so that stores are 128-bit and coalesced. Threads
 /// with t = 0 store the LSE of their rows. Rows past seqlen_q are skipped.
-struct EpilogueLowering : public ConvertOpToLLVMPattern<EpilogueOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(EpilogueOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    FragmentLayout layout(config.getWarps());
+  LogicalResult lower(EpilogueOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    const FragmentLayout &layout = ctx.layout;
     FragType accType = op.getAcc().getType();
     Type dtype = op.getStage().getType().getElementType();
     int64_t rows = accType.getDimSize(0), cols = accType.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
-    int64_t threads = config.getWarps() * kWarpSize;
+    int64_t threads = ctx.threads();
     Location loc = op.getLoc();
     using P = LLVM::ICmpPredicate;
 
-    Emitter e(rewriter, loc);
-    ThreadCoords thread = ThreadCoords::get(e);
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
     SmallVector<Value> acc = e.unpack(adaptor.getAcc());
     SmallVector<Value> rowMax = e.unpack(adaptor.getRowMax());
     SmallVector<Value> rowSum = e.unpack(adaptor.getRowSum());

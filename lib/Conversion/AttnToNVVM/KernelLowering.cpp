@@ -154,9 +154,8 @@ struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
   }
 };
 
-/// The KV tiles of one query tile. With o = seqlen_k - seqlen_q, rows
-/// [lo, hi] of the tile, and the window (left, right), key j is visible to
-/// row i when i + o - left <= j <= i + o + right and j < seqlen_k.
+/// The KV tiles of one query tile; the arithmetic and its contract are in
+/// KVBounds.h.
 struct KVBoundsLowering : public ConvertOpToLLVMPattern<KVBoundsOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -164,40 +163,18 @@ struct KVBoundsLowering : public ConvertOpToLLVMPattern<KVBoundsOp> {
   matchAndRewrite(KVBoundsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Emitter e(rewriter, op.getLoc());
-    int64_t tileM = op.getTileM(), tileN = op.getTileN();
-    int64_t left = op.getWindowLeft(), right = op.getWindowRight();
-    Value seqlenQ = adaptor.getSeqlenQ(), seqlenK = adaptor.getSeqlenK();
-    Value offset = e.sub(seqlenK, seqlenQ);
-    Value lo = e.mul(adaptor.getMBlock(), tileM);
-    Value hi = e.sub(e.smin(e.add(lo, tileM), seqlenQ), e.i32(1));
-    Value zero = e.i32(0);
-    Value tiles = e.ceilDiv(seqlenK, tileN);
-
-    // Visible tiles: [begin, end).
-    Value end = tiles, begin = zero;
-    if (right >= 0)
-      end = e.smax(zero, e.smin(tiles, e.ceilDiv(e.add(e.add(hi, offset),
-                                                       right + 1),
-                                                 tileN)));
-    if (left >= 0)
-      begin = e.smin(end, e.smax(zero, e.floorDiv(e.sub(e.add(lo, offset),
-                                                        e.i32(left)),
-                                                  tileN)));
-    // Tiles every row sees whole: before the last partial tile, right of the
-    // diagonal's reach, left of the window's left edge.
-    Value unmaskedEnd = e.floorDiv(seqlenK, tileN);
-    if (right >= 0)
-      unmaskedEnd = e.smin(unmaskedEnd,
-                           e.floorDiv(e.add(e.add(lo, offset), right + 1),
-                                      tileN));
-    unmaskedEnd = e.smax(begin, e.smin(unmaskedEnd, end));
-    Value unmaskedBegin = begin;
-    if (left >= 0)
-      unmaskedBegin = e.smin(
-          unmaskedEnd,
-          e.smax(begin, e.ceilDiv(e.sub(e.add(hi, offset), e.i32(left)),
-                                  tileN)));
-    rewriter.replaceOp(op, {begin, unmaskedBegin, unmaskedEnd, end});
+    // The I64Attr getters return uint64_t; a window side of -1 comes back
+    // as -1 through int64_t.
+    KVTiling tiling;
+    tiling.tileM = op.getTileM();
+    tiling.tileN = op.getTileN();
+    tiling.windowLeft = op.getWindowLeft();
+    tiling.windowRight = op.getWindowRight();
+    KVTileRange<Value> range =
+        computeKVTileRange(e, adaptor.getMBlock(), adaptor.getSeqlenQ(),
+                           adaptor.getSeqlenK(), tiling);
+    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
+                            range.unmaskedEnd, range.end});
     return success();
   }
 };

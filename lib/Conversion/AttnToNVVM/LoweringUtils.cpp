@@ -67,13 +67,10 @@ Value Emitter::sdiv(Value a, Value c) {
   return LLVM::SDivOp::create(b, loc, a, c);
 }
 Value Emitter::floorDiv(Value a, int64_t c) {
-  // (a - (a < 0 ? c - 1 : 0)) / c with truncating division.
-  Value neg = cmp(LLVM::ICmpPredicate::slt, a, i32(0));
-  Value adjusted = sub(a, select(neg, i32(c - 1), i32(0)));
-  return sdiv(adjusted, i32(c));
+  return attn::floorDiv(*this, a, c);
 }
 Value Emitter::ceilDiv(Value a, int64_t c) {
-  return floorDiv(add(a, c - 1), c);
+  return attn::ceilDiv(*this, a, c);
 }
 Value Emitter::udiv(Value a, int64_t c) {
   return LLVM::UDivOp::create(b, loc, a, i32(c));
@@ -86,6 +83,9 @@ Value Emitter::bitAnd(Value a, int64_t c) {
 }
 Value Emitter::bitXor(Value a, Value c) {
   return LLVM::XOrOp::create(b, loc, a, c);
+}
+Value Emitter::bitOr(Value a, Value c) {
+  return LLVM::OrOp::create(b, loc, a, c);
 }
 Value Emitter::shl(Value a, int64_t c) {
   return LLVM::ShlOp::create(b, loc, a, i32(c));

@@ -10,12 +10,16 @@
 #define FLASHTILE_LIB_CONVERSION_ATTNTONVVM_LOWERINGUTILS_H
 
 #include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
+#include "flashtile/Conversion/AttnToNVVM/KVBounds.h"
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <optional>
 
 namespace mlir {
 class LLVMTypeConverter;
@@ -46,7 +50,8 @@ enum LseDescField : int64_t { kLsePtr = 0, kLseStrideBatch, kLseStrideHead };
 mlir::LLVM::LLVMStructType getTensorDescType(mlir::MLIRContext *ctx);
 mlir::LLVM::LLVMStructType getLseDescType(mlir::MLIRContext *ctx);
 
-/// 32-bit integer and f32 arithmetic at one insertion point.
+/// 32-bit integer and f32 arithmetic at one insertion point. Also the IR
+/// policy of the window arithmetic templates of KVBounds.h.
 class Emitter {
 public:
   Emitter(mlir::OpBuilder &b, mlir::Location loc) : b(b), loc(loc) {}
@@ -62,7 +67,8 @@ public:
   mlir::Value sub(mlir::Value a, mlir::Value c);
   mlir::Value mul(mlir::Value a, mlir::Value c);
   mlir::Value mul(mlir::Value a, int64_t c) { return mul(a, i32(c)); }
-  /// Floor division and modulo for c > 0 (correct for negative a).
+  /// Floor and ceil division for c > 0 (correct for negative a), as
+  /// attn::floorDiv / attn::ceilDiv of KVBounds.h emit them.
   mlir::Value floorDiv(mlir::Value a, int64_t c);
   mlir::Value ceilDiv(mlir::Value a, int64_t c);
   mlir::Value udiv(mlir::Value a, int64_t c);
@@ -70,11 +76,18 @@ public:
   mlir::Value sdiv(mlir::Value a, mlir::Value c);
   mlir::Value bitAnd(mlir::Value a, int64_t c);
   mlir::Value bitXor(mlir::Value a, mlir::Value c);
+  mlir::Value bitOr(mlir::Value a, mlir::Value c);
   mlir::Value shl(mlir::Value a, int64_t c);
   mlir::Value lshr(mlir::Value a, int64_t c);
   mlir::Value smin(mlir::Value a, mlir::Value c);
   mlir::Value smax(mlir::Value a, mlir::Value c);
   mlir::Value cmp(mlir::LLVM::ICmpPredicate pred, mlir::Value a, mlir::Value c);
+  mlir::Value slt(mlir::Value a, mlir::Value c) {
+    return cmp(mlir::LLVM::ICmpPredicate::slt, a, c);
+  }
+  mlir::Value sge(mlir::Value a, mlir::Value c) {
+    return cmp(mlir::LLVM::ICmpPredicate::sge, a, c);
+  }
   mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value c);
   mlir::Value sext64(mlir::Value a);
   mlir::Value add64(mlir::Value a, mlir::Value c);
@@ -213,6 +226,59 @@ private:
 /// rewriter continues after the conditional code.
 void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
             llvm::function_ref<void()> body);
+
+/// What a tile-level op of a kernel lowers against: the kernel's tile
+/// configuration, the fragment layout of its warps, and an Emitter at the
+/// op. The thread's coordinates are emitted on first use, once per op, so a
+/// pattern that never asks for them emits none.
+class TileOpContext {
+public:
+  TileOpContext(ConfigAttr config, mlir::OpBuilder &b, mlir::Location loc)
+      : config(config), layout(config.getWarps()), e(b, loc) {}
+
+  /// Threads per block.
+  int64_t threads() const { return config.getWarps() * kWarpSize; }
+  ThreadCoords &thread() {
+    if (!coords)
+      coords = ThreadCoords::get(e);
+    return *coords;
+  }
+
+  const ConfigAttr config;
+  const FragmentLayout layout;
+  Emitter e;
+
+private:
+  std::optional<ThreadCoords> coords;
+};
+
+/// Base of the patterns of ops inside an allocated kernel: finds the
+/// kernel's config (no match without one) and hands `lower` the op's
+/// TileOpContext, so that patterns start from what they share instead of
+/// rebuilding it.
+template <typename OpTy>
+class AttnOpLoweringPattern : public mlir::ConvertOpToLLVMPattern<OpTy> {
+public:
+  using Base = mlir::ConvertOpToLLVMPattern<OpTy>;
+  using OpAdaptor = typename Base::OpAdaptor;
+  using Base::Base;
+
+  mlir::LogicalResult
+  matchAndRewrite(OpTy op, OpAdaptor adaptor,
+                  mlir::ConversionPatternRewriter &rewriter) const final {
+    ConfigAttr config = getKernelConfig(op);
+    if (!config)
+      return rewriter.notifyMatchFailure(op, "no kernel config");
+    TileOpContext ctx(config, rewriter, op.getLoc());
+    return lower(op, adaptor, rewriter, ctx);
+  }
+
+protected:
+  /// Rewrites `op`; `ctx.e` emits at the op.
+  virtual mlir::LogicalResult lower(OpTy op, OpAdaptor adaptor,
+                                    mlir::ConversionPatternRewriter &rewriter,
+                                    TileOpContext &ctx) const = 0;
+};
 
 } // namespace flashtile::attn::lowering
 

@@ -33,26 +33,23 @@ struct SmemAllocLowering : public ConvertOpToLLVMPattern<SmemAllocOp> {
 /// over the block's threads. Rows at or past the sequence end, and every row
 /// of a negative tile, copy 0 bytes, which zero-fills the chunk. The op
 /// commits exactly one group, as attn.async_wait counts them.
-struct CopyAsyncLowering : public ConvertOpToLLVMPattern<CopyAsyncOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(CopyAsyncOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    if (!config)
-      return rewriter.notifyMatchFailure(op, "no kernel config");
+  LogicalResult lower(CopyAsyncOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
     Location loc = op.getLoc();
     MemRefType dstType = op.getDst().getType();
     int64_t rows = dstType.getDimSize(1), cols = dstType.getDimSize(2);
-    int64_t threads = config.getWarps() * kWarpSize;
+    int64_t threads = ctx.threads();
 
-    Emitter e(rewriter, loc);
+    Emitter &e = ctx.e;
     Value tile = adaptor.getTile();
     // No branch around the copy: a negative tile zero-fills the slot it maps
     // to, which the pipeline only ever refills once it is free, so the KV
     // loop body stays one basic block that ptxas can schedule as a whole.
-    ThreadCoords thread = ThreadCoords::get(e);
+    ThreadCoords &thread = ctx.thread();
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
     TensorRows src(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead());

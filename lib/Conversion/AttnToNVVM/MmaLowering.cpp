@@ -103,20 +103,19 @@ static SmallVector<Value, 4> loadAFragment(Emitter &e, SwizzledTileAccess &a,
 namespace {
 
 /// Q into registers: one ldmatrix.x4 per (m-tile, k-tile).
-struct LoadFragLowering : public ConvertOpToLLVMPattern<LoadFragOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct LoadFragLowering : public AttnOpLoweringPattern<LoadFragOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(LoadFragOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
+  LogicalResult lower(LoadFragOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
     FragType type = op.getResult().getType();
-    FragmentLayout layout(config.getWarps());
+    const FragmentLayout &layout = ctx.layout;
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), kTiles = cols / 16;
 
-    Emitter e(rewriter, op.getLoc());
-    ThreadCoords thread = ThreadCoords::get(e);
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
     SwizzledTileAccess q = accessA(e, thread, adaptor.getSrc(), warpRow, cols);
     SmallVector<Value> values(layout.numValues(type));
@@ -133,14 +132,13 @@ struct LoadFragLowering : public ConvertOpToLLVMPattern<LoadFragOp> {
 
 /// S = Q K^T. K rows are the mma's B columns, so K loads without .trans: one
 /// ldmatrix.x4 gives the B fragments of two n-tiles for one k-tile.
-struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct MmaQKLowering : public AttnOpLoweringPattern<MmaQKOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(MmaQKOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    FragmentLayout layout(config.getWarps());
+  LogicalResult lower(MmaQKOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    const FragmentLayout &layout = ctx.layout;
     FragType sType = op.getS().getType();
     MemRefType kType = op.getK().getType();
     Type dtype = kType.getElementType();
@@ -149,8 +147,8 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
     int64_t mTiles = layout.mTiles(rows), nTiles = keys / 8,
             kTiles = headDim / 16;
 
-    Emitter e(rewriter, op.getLoc());
-    ThreadCoords thread = ThreadCoords::get(e);
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
     Value kBase = getSlotAddress(e, adaptor.getK(), kType, adaptor.getTile());
     bool qInRegs = isa<FragType>(op.getQ().getType());
@@ -195,14 +193,13 @@ struct MmaQKLowering : public ConvertOpToLLVMPattern<MmaQKOp> {
 
 /// acc += P V. V is stored [key][dim], so the B operand (k = key, n = dim)
 /// loads with ldmatrix .trans; P is already an A fragment in registers.
-struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct MmaPVLowering : public AttnOpLoweringPattern<MmaPVOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(MmaPVOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    FragmentLayout layout(config.getWarps());
+  LogicalResult lower(MmaPVOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    const FragmentLayout &layout = ctx.layout;
     FragType pType = op.getP().getType();
     FragType accType = op.getAcc().getType();
     MemRefType vType = op.getV().getType();
@@ -212,8 +209,8 @@ struct MmaPVLowering : public ConvertOpToLLVMPattern<MmaPVOp> {
     int64_t mTiles = layout.mTiles(rows), kTiles = keys / 16,
             nTiles = headDimV / 8;
 
-    Emitter e(rewriter, op.getLoc());
-    ThreadCoords thread = ThreadCoords::get(e);
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
     Value vBase = getSlotAddress(e, adaptor.getV(), vType, adaptor.getTile());
     SmallVector<Value> p = e.unpack(adaptor.getP());
     SmallVector<Value> acc = e.unpack(adaptor.getAcc());

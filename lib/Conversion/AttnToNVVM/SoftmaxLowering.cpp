@@ -33,17 +33,17 @@ static Value treeReduce(SmallVector<Value> values,
 
 namespace {
 
-struct SplatLowering : public ConvertOpToLLVMPattern<SplatOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct SplatLowering : public AttnOpLoweringPattern<SplatOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(SplatOp op, OpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
+  LogicalResult lower(SplatOp op, OpAdaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
     FragType type = op.getResult().getType();
     if (!type.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "only f32 fragments are splat");
-    FragmentLayout layout(getKernelConfig(op).getWarps());
-    Emitter e(rewriter, op.getLoc());
+    const FragmentLayout &layout = ctx.layout;
+    Emitter &e = ctx.e;
     Value value = e.f32(op.getValue().convertToFloat());
     SmallVector<Value> values(layout.numValues(type), value);
     rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
@@ -51,27 +51,26 @@ struct SplatLowering : public ConvertOpToLLVMPattern<SplatOp> {
   }
 };
 
-/// Sets scores outside the window or past seqlen_k to -inf. Per thread the
-/// bounds are computed once per row and compared with each column.
-struct MaskLowering : public ConvertOpToLLVMPattern<MaskOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+/// Sets scores outside the window or past seqlen_k to -inf, as KVBounds.h
+/// decides per element. Per thread the key window is computed once per row
+/// and compared with each column.
+struct MaskLowering : public AttnOpLoweringPattern<MaskOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    FragmentLayout layout(config.getWarps());
+  LogicalResult lower(MaskOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    const FragmentLayout &layout = ctx.layout;
     FragType type = op.getS().getType();
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
     int64_t left = op.getWindowLeft(), right = op.getWindowRight();
-    using P = LLVM::ICmpPredicate;
 
-    Emitter e(rewriter, op.getLoc());
-    ThreadCoords thread = ThreadCoords::get(e);
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
     Value seqlenK = adaptor.getSeqlenK();
     Value offset = e.sub(seqlenK, adaptor.getSeqlenQ());
-    Value rowBase = e.add(e.mul(adaptor.getMBlock(), config.getTileM()),
+    Value rowBase = e.add(e.mul(adaptor.getMBlock(), ctx.config.getTileM()),
                           e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
                                 thread.g));
     Value colBase = e.add(e.mul(adaptor.getNBlock(), cols), e.mul(thread.t, 2));
@@ -80,21 +79,15 @@ struct MaskLowering : public ConvertOpToLLVMPattern<MaskOp> {
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t h = 0; h < 2; ++h) {
         Value diagonal = e.add(e.add(rowBase, 16 * i + 8 * h), offset);
-        // Keys j with lowest <= j < limit are visible to this row.
-        Value limit = seqlenK;
-        if (right >= 0)
-          limit = e.smin(limit, e.add(diagonal, right + 1));
-        Value lowest = left >= 0 ? e.sub(diagonal, e.i32(left)) : Value();
+        KeyWindow<Value> window =
+            computeKeyWindow(e, diagonal, seqlenK, left, right);
         for (int64_t j = 0; j < nTiles; ++j)
           for (int64_t c = 0; c < 2; ++c) {
             assert(FragmentLayout::accElementOffset(2 * h + c) ==
                        std::make_pair(8 * h, c) &&
                    "rows g + 8h, columns 2t + c");
             Value col = e.add(colBase, 8 * j + c);
-            Value masked = e.cmp(P::sge, col, limit);
-            if (lowest)
-              masked = LLVM::OrOp::create(rewriter, op.getLoc(), masked,
-                                          e.cmp(P::slt, col, lowest));
+            Value masked = isKeyMasked(e, window, col);
             int64_t index = FragmentLayout::accIndex(i, j, 2 * h + c, nTiles);
             s[index] = e.select(masked, negInf, s[index]);
           }
@@ -109,14 +102,13 @@ struct MaskLowering : public ConvertOpToLLVMPattern<MaskOp> {
 /// the four threads of a quad with shfl.bfly, row sums stay per thread until
 /// the epilogue. A row whose max is still -inf uses 0 as its max so that
 /// exp2(-inf - 0) = 0 and nothing becomes NaN.
-struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+struct OnlineSoftmaxLowering : public AttnOpLoweringPattern<OnlineSoftmaxOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    ConfigAttr config = getKernelConfig(op);
-    FragmentLayout layout(config.getWarps());
+  LogicalResult lower(OnlineSoftmaxOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    const FragmentLayout &layout = ctx.layout;
     FragType sType = op.getS().getType();
     FragType accType = op.getAcc().getType();
     FragType pType = op.getP().getType();
@@ -125,7 +117,7 @@ struct OnlineSoftmaxLowering : public ConvertOpToLLVMPattern<OnlineSoftmaxOp> {
     int64_t mTiles = layout.mTiles(rows), nTiles = sType.getDimSize(1) / 8;
     int64_t accTiles = accType.getDimSize(1) / 8;
 
-    Emitter e(rewriter, op.getLoc());
+    Emitter &e = ctx.e;
     Value c = adaptor.getScaleLog2();
     Value negInf = e.f32(kNegInf);
     SmallVector<Value> s = e.unpack(adaptor.getS());

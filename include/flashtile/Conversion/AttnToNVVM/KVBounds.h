@@ -1,0 +1,155 @@
+//===- KVBounds.h - Which KV tiles a query tile visits, and how -*- C++ -*-===//
+//
+// The one owner of the window arithmetic of the forward kernel: the KV-tile
+// ranges of `attn.kv_bounds` and the per-element decision of `attn.mask`.
+//
+// Visibility. With o = seqlen_k - seqlen_q (bottom-right alignment) and the
+// window (left, right), -1 meaning unbounded, key j is visible to query row i
+// when
+//
+//   j < seqlen_k,  i + o - left <= j (left >= 0),  j <= i + o + right
+//   (right >= 0).
+//
+// Causal attention is right = 0. Rows of a query tile at or past seqlen_q
+// are computed but never stored, so only rows [lo, hi] of tile m_block count:
+// lo = m_block * tile_m, hi = min(lo + tile_m, seqlen_q) - 1.
+//
+// The functions are templates over an integer-arithmetic policy so that one
+// formula serves both the lowering, which instantiates it with its IR
+// emitter (values are mlir::Value, every call emits one LLVM op), and CPU
+// tests, which instantiate it with plain integers. A policy `A` over value
+// type V provides, with the semantics of the LLVM i32 ops:
+//
+//   V i32(int64_t)                        a constant
+//   V add(V, V), add(V, int64_t), sub(V, V), mul(V, int64_t)   wrapping
+//   V sdiv(V, V)                          rounding toward zero
+//   V smin(V, V), smax(V, V)
+//   B slt(V, V), sge(V, V)                signed comparisons
+//   V select(B, V, V)
+//   B bitOr(B, B)                         of two comparison results
+//
+// The lowering emits ops in the order of these calls (the IR, and so the
+// PTX, depends on it), so reordering them is not a neutral change.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
+#define FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
+
+#include <cstdint>
+
+namespace flashtile::attn {
+
+/// floor(x / c) for c > 0 and any sign of x, from a truncating division:
+/// (x - (x < 0 ? c - 1 : 0)) / c.
+template <typename A, typename V> V floorDiv(A &a, V x, int64_t c) {
+  auto negative = a.slt(x, a.i32(0));
+  V adjusted = a.sub(x, a.select(negative, a.i32(c - 1), a.i32(0)));
+  return a.sdiv(adjusted, a.i32(c));
+}
+
+/// ceil(x / c) for c > 0 and any sign of x.
+template <typename A, typename V> V ceilDiv(A &a, V x, int64_t c) {
+  return floorDiv(a, a.add(x, c - 1), c);
+}
+
+/// The static part of `attn.kv_bounds`: tile sizes and the window (-1:
+/// unbounded side; causal is windowRight = 0).
+struct KVTiling {
+  int64_t tileM, tileN;
+  int64_t windowLeft, windowRight;
+};
+
+/// The KV tiles query tile m_block visits, as `attn.kv_bounds` returns them.
+/// Invariants, for 0 <= m_block < ceil(seqlen_q / tile_m), seqlen_q >= 1 and
+/// seqlen_k >= 0:
+///
+/// * begin <= unmaskedBegin <= unmaskedEnd <= end, within [0, tiles) where
+///   tiles = ceil(seqlen_k / tile_n).
+/// * [begin, end) is exactly the set of tiles holding a key visible to some
+///   row in [lo, hi]: no visible key is skipped, no visited tile is wholly
+///   invisible. (Visible keys of consecutive rows form one interval, since
+///   each row's window is non-empty and shifts by one per row.)
+/// * [unmaskedBegin, unmaskedEnd) is exactly the set of tiles whose every
+///   key is below seqlen_k and visible to every row in [lo, hi]; the other
+///   visited tiles need `attn.mask`.
+/// * With windowLeft < 0, unmaskedBegin == begin: the tile program has no
+///   masked loop on the left edge then.
+template <typename V> struct KVTileRange {
+  V begin, unmaskedBegin, unmaskedEnd, end;
+};
+
+/// The arithmetic of `attn.kv_bounds`.
+template <typename A, typename V>
+KVTileRange<V> computeKVTileRange(A &a, V mBlock, V seqlenQ, V seqlenK,
+                                  const KVTiling &tiling) {
+  int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+  int64_t left = tiling.windowLeft, right = tiling.windowRight;
+  V offset = a.sub(seqlenK, seqlenQ);
+  V lo = a.mul(mBlock, tileM);
+  V hi = a.sub(a.smin(a.add(lo, tileM), seqlenQ), a.i32(1));
+  V zero = a.i32(0);
+  V tiles = ceilDiv(a, seqlenK, tileN);
+
+  // Visible tiles: from the tile of row lo's first key to the tile of row
+  // hi's last one, clamped to [0, tiles).
+  V end = tiles, begin = zero;
+  if (right >= 0)
+    end = a.smax(zero, a.smin(tiles, ceilDiv(a, a.add(a.add(hi, offset),
+                                                      right + 1),
+                                             tileN)));
+  if (left >= 0)
+    begin = a.smin(end, a.smax(zero, floorDiv(a, a.sub(a.add(lo, offset),
+                                                       a.i32(left)),
+                                              tileN)));
+  // Tiles every row sees whole: before the last partial tile, right of the
+  // diagonal's reach, left of the window's left edge.
+  V unmaskedEnd = floorDiv(a, seqlenK, tileN);
+  if (right >= 0)
+    unmaskedEnd = a.smin(unmaskedEnd,
+                         floorDiv(a, a.add(a.add(lo, offset), right + 1),
+                                  tileN));
+  unmaskedEnd = a.smax(begin, a.smin(unmaskedEnd, end));
+  V unmaskedBegin = begin;
+  if (left >= 0)
+    unmaskedBegin = a.smin(
+        unmaskedEnd,
+        a.smax(begin, ceilDiv(a, a.sub(a.add(hi, offset), a.i32(left)),
+                              tileN)));
+  return {begin, unmaskedBegin, unmaskedEnd, end};
+}
+
+/// The keys one query row may see: lowest <= j < limit, where `lowest` only
+/// applies when hasLowest (windowLeft >= 0).
+template <typename V> struct KeyWindow {
+  V lowest, limit;
+  bool hasLowest;
+};
+
+/// The key window of the row whose diagonal is `diagonal` = i + seqlen_k -
+/// seqlen_q.
+template <typename A, typename V>
+KeyWindow<V> computeKeyWindow(A &a, V diagonal, V seqlenK, int64_t windowLeft,
+                              int64_t windowRight) {
+  KeyWindow<V> window{V(), seqlenK, windowLeft >= 0};
+  if (windowRight >= 0)
+    window.limit = a.smin(window.limit, a.add(diagonal, windowRight + 1));
+  if (window.hasLowest)
+    window.lowest = a.sub(diagonal, a.i32(windowLeft));
+  return window;
+}
+
+/// Whether `attn.mask` sets the score of key `col` to -inf for a row with
+/// `window`: exactly when the key is not visible.
+template <typename A, typename V>
+auto isKeyMasked(A &a, const KeyWindow<V> &window, V col)
+    -> decltype(a.sge(col, col)) {
+  auto masked = a.sge(col, window.limit);
+  if (window.hasLowest)
+    masked = a.bitOr(masked, a.slt(col, window.lowest));
+  return masked;
+}
+
+} // namespace flashtile::attn
+
+#endif // FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H

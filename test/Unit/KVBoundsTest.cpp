@@ -1,0 +1,222 @@
+//===- KVBoundsTest.cpp - KV-tile ranges and masks against brute force ----===//
+//
+// Evaluates the window arithmetic of KVBounds.h, the same templates the
+// lowering emits as IR, on the host with i32 semantics, and checks the
+// contract of attn.kv_bounds and attn.mask against a per-element reference
+// of visibility, for many sequence lengths, windows and tile shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Conversion/AttnToNVVM/KVBounds.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace flashtile::attn;
+
+namespace {
+
+/// The LLVM i32 ops the lowering emits, on the host: values are int64_t
+/// holding i32 values, add / sub / mul wrap modulo 2^32, sdiv rounds toward
+/// zero like llvm.sdiv (and C++ `/`), comparisons give bool.
+struct HostI32 {
+  static int64_t wrap(int64_t v) {
+    return static_cast<int32_t>(static_cast<uint32_t>(v));
+  }
+  int64_t i32(int64_t v) { return wrap(v); }
+  int64_t add(int64_t a, int64_t c) { return wrap(a + c); }
+  int64_t sub(int64_t a, int64_t c) { return wrap(a - c); }
+  int64_t mul(int64_t a, int64_t c) { return wrap(a * c); }
+  int64_t sdiv(int64_t a, int64_t c) { return wrap(a / c); }
+  int64_t smin(int64_t a, int64_t c) { return std::min(a, c); }
+  int64_t smax(int64_t a, int64_t c) { return std::max(a, c); }
+  bool slt(int64_t a, int64_t c) { return a < c; }
+  bool sge(int64_t a, int64_t c) { return a >= c; }
+  int64_t select(bool cond, int64_t a, int64_t c) { return cond ? a : c; }
+  bool bitOr(bool a, bool c) { return a || c; }
+};
+
+/// One problem and tiling; causal attention is windowRight = 0.
+struct Case {
+  int64_t seqlenQ, seqlenK;
+  KVTiling tiling;
+
+  std::string str() const {
+    std::ostringstream os;
+    os << "seqlen_q=" << seqlenQ << " seqlen_k=" << seqlenK
+       << " window=(" << tiling.windowLeft << "," << tiling.windowRight
+       << ") tile_m=" << tiling.tileM << " tile_n=" << tiling.tileN;
+    return os.str();
+  }
+};
+
+/// The reference: key j is visible to query row i.
+bool isVisible(const Case &c, int64_t i, int64_t j) {
+  int64_t offset = c.seqlenK - c.seqlenQ;
+  if (j < 0 || j >= c.seqlenK)
+    return false;
+  if (c.tiling.windowLeft >= 0 && j < i + offset - c.tiling.windowLeft)
+    return false;
+  if (c.tiling.windowRight >= 0 && j > i + offset + c.tiling.windowRight)
+    return false;
+  return true;
+}
+
+int64_t ceilDivHost(int64_t a, int64_t c) { return (a + c - 1) / c; }
+
+/// Checks query tile `mBlock` of `c`; returns the first violation, or an
+/// empty string. The tile program (ExpandToTiles.cpp) visits KV tiles in
+/// three kv_loops: masked [unmasked_end, end), unmasked [unmasked_begin,
+/// unmasked_end), and, only when window_left >= 0, masked [begin,
+/// unmasked_begin). A masked tile gets attn.mask; an unmasked one none.
+/// Only rows below seqlen_q count: the others are never stored.
+std::string checkBlock(const Case &c, int64_t mBlock) {
+  HostI32 a;
+  const KVTiling &t = c.tiling;
+  KVTileRange<int64_t> r =
+      computeKVTileRange(a, mBlock, c.seqlenQ, c.seqlenK, t);
+  int64_t lo = mBlock * t.tileM;
+  int64_t hi = std::min(lo + t.tileM, c.seqlenQ) - 1;
+  int64_t tiles = ceilDivHost(c.seqlenK, t.tileN);
+
+  std::ostringstream err;
+  err << c.str() << " m_block=" << mBlock << " -> begin=" << r.begin
+      << " unmasked=[" << r.unmaskedBegin << "," << r.unmaskedEnd
+      << ") end=" << r.end << ": ";
+  if (!(0 <= r.begin && r.begin <= r.unmaskedBegin &&
+        r.unmaskedBegin <= r.unmaskedEnd && r.unmaskedEnd <= r.end &&
+        r.end <= tiles))
+    return err.str() + "ranges out of order or outside [0, tiles)";
+  // Without a left edge there is no masked loop below unmasked_begin.
+  if (t.windowLeft < 0 && r.unmaskedBegin != r.begin)
+    return err.str() + "unmasked_begin != begin without a left window";
+
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    bool visited = r.begin <= tile && tile < r.end;
+    bool unmasked = r.unmaskedBegin <= tile && tile < r.unmaskedEnd;
+    bool anyVisible = false, allVisible = true;
+    for (int64_t i = lo; i <= hi; ++i) {
+      // As the mask lowering forms it: row + (seqlen_k - seqlen_q).
+      KeyWindow<int64_t> window =
+          computeKeyWindow(a, a.add(i, a.sub(c.seqlenK, c.seqlenQ)), c.seqlenK,
+                           t.windowLeft, t.windowRight);
+      for (int64_t j = tile * t.tileN; j < (tile + 1) * t.tileN; ++j) {
+        bool visible = isVisible(c, i, j);
+        anyVisible |= visible;
+        allVisible &= visible;
+        if (visited && !unmasked && isKeyMasked(a, window, j) == visible) {
+          std::ostringstream os;
+          os << "attn.mask " << (visible ? "masks visible" : "keeps invisible")
+             << " (row " << i << ", key " << j << ") of masked tile " << tile;
+          return err.str() + os.str();
+        }
+      }
+    }
+    std::ostringstream os;
+    if (anyVisible && !visited)
+      os << "tile " << tile << " holds a visible key but is not visited";
+    else if (!anyVisible && visited)
+      os << "tile " << tile << " is visited but holds no visible key";
+    else if (unmasked && !allVisible)
+      os << "tile " << tile << " is unmasked but holds an invisible key";
+    else if (!unmasked && allVisible)
+      os << "tile " << tile << " is wholly visible but masked";
+    if (!os.str().empty())
+      return err.str() + os.str();
+  }
+  return "";
+}
+
+/// Checks every query tile of `c`; at most one failure per case.
+void checkCase(const Case &c) {
+  int64_t mBlocks = ceilDivHost(c.seqlenQ, c.tiling.tileM);
+  for (int64_t m = 0; m < mBlocks; ++m) {
+    std::string failure = checkBlock(c, m);
+    if (!failure.empty()) {
+      ADD_FAILURE() << failure;
+      return;
+    }
+  }
+}
+
+const std::vector<KVTiling> kTileShapes = {
+    {16, 16, 0, 0},  {16, 128, 0, 0}, {32, 48, 0, 0},  {64, 32, 0, 0},
+    {64, 64, 0, 0},  {128, 16, 0, 0}, {128, 64, 0, 0}, {128, 128, 0, 0},
+};
+
+} // namespace
+
+TEST(KVBoundsTest, HostDivisionRoundsLikeTheEmitter) {
+  HostI32 a;
+  for (int64_t c : {1, 3, 16, 64, 128})
+    for (int64_t x = -300; x <= 300; ++x) {
+      int64_t floor = x >= 0 ? x / c : -((-x + c - 1) / c);
+      EXPECT_EQ(floorDiv(a, x, c), floor) << x << " / " << c;
+      EXPECT_EQ(ceilDiv(a, x, c), floor + (floor * c != x)) << x << " / " << c;
+    }
+}
+
+/// Causal, seqlen_q = seqlen_k = 128, 64 x 32 tiles, worked by hand.
+TEST(KVBoundsTest, CausalExample) {
+  HostI32 a;
+  KVTiling tiling{64, 32, -1, 0};
+  // Rows 0-63 see keys up to 63: tiles 0-1, all cut by the diagonal.
+  KVTileRange<int64_t> r0 = computeKVTileRange(a, int64_t(0), int64_t(128),
+                                               int64_t(128), tiling);
+  EXPECT_EQ(r0.begin, 0);
+  EXPECT_EQ(r0.unmaskedBegin, 0);
+  EXPECT_EQ(r0.unmaskedEnd, 0);
+  EXPECT_EQ(r0.end, 2);
+  // Rows 64-127: tiles 0-1 whole, tiles 2-3 cut.
+  KVTileRange<int64_t> r1 = computeKVTileRange(a, int64_t(1), int64_t(128),
+                                               int64_t(128), tiling);
+  EXPECT_EQ(r1.begin, 0);
+  EXPECT_EQ(r1.unmaskedBegin, 0);
+  EXPECT_EQ(r1.unmaskedEnd, 2);
+  EXPECT_EQ(r1.end, 4);
+  // seqlen_q > seqlen_k: bottom-right alignment leaves rows 0-63 of
+  // seqlen_q = 200, seqlen_k = 100 with no key at all.
+  KVTileRange<int64_t> empty = computeKVTileRange(a, int64_t(0), int64_t(200),
+                                                  int64_t(100), tiling);
+  EXPECT_EQ(empty.begin, empty.end);
+}
+
+/// Every pair of a list of sequence lengths (odd ones, tile multiples and
+/// their neighbours, seqlen_q above and below seqlen_k) with every window
+/// and tile shape.
+TEST(KVBoundsTest, MatchesBruteForce) {
+  const int64_t seqlens[] = {1,  2,   3,   15,  16,  17,  33,  63,
+                             64, 65,  127, 128, 129, 200, 257, 300};
+  const int64_t sides[] = {-1, 0, 1, 7, 64, 300};
+  for (int64_t sq : seqlens)
+    for (int64_t sk : seqlens)
+      for (int64_t left : sides)
+        for (int64_t right : sides)
+          for (KVTiling shape : kTileShapes) {
+            shape.windowLeft = left;
+            shape.windowRight = right;
+            checkCase({sq, sk, shape});
+          }
+}
+
+/// Random lengths in [1, 300] and random windows, including sides that are
+/// not tile multiples.
+TEST(KVBoundsTest, MatchesBruteForceRandom) {
+  std::mt19937 rng(20240611);
+  std::uniform_int_distribution<int64_t> seqlen(1, 300), side(-1, 150),
+      shape(0, kTileShapes.size() - 1), coin(0, 3);
+  for (int n = 0; n < 3000; ++n) {
+    KVTiling tiling = kTileShapes[shape(rng)];
+    // Unbounded sides and causal (right = 0) come up often.
+    tiling.windowLeft = coin(rng) == 0 ? -1 : side(rng);
+    int64_t right = coin(rng);
+    tiling.windowRight = right == 0 ? -1 : right == 1 ? 0 : side(rng);
+    checkCase({seqlen(rng), seqlen(rng), tiling});
+  }
+}
