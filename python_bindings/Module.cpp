@@ -80,18 +80,62 @@ std::string typeName(py::handle obj) {
 
 std::vector<int64_t> toInts(py::handle sequence) {
   std::vector<int64_t> values;
+  // torch.Size and stride() are tuples: read them without iterator objects.
+  if (PyTuple_Check(sequence.ptr())) {
+    Py_ssize_t n = PyTuple_GET_SIZE(sequence.ptr());
+    values.reserve(n);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sequence.ptr(), i));
+      if (v == -1 && PyErr_Occurred())
+        throw py::error_already_set();
+      values.push_back(v);
+    }
+    return values;
+  }
   for (py::handle item : sequence)
     values.push_back(item.cast<int64_t>());
   return values;
 }
 
+/// An interned attribute name, made once: attribute lookups by a C string
+/// would build and hash a new Python string on every call.
+struct Names {
+  py::object getDevice, dataPtr, shape, stride, dtype, device;
+  static const Names &get() {
+    // Leaked on purpose: never released after the interpreter finalised.
+    static const Names *names = new Names{
+        intern("get_device"), intern("data_ptr"), intern("shape"),
+        intern("stride"),     intern("dtype"),    intern("device")};
+    return *names;
+  }
+  static py::object intern(const char *name) {
+    return py::reinterpret_steal<py::object>(PyUnicode_InternFromString(name));
+  }
+};
+
+/// obj.name() with an interned name.
+py::object callMethod(py::handle obj, const py::object &name) {
+  PyObject *result = PyObject_CallMethodNoArgs(obj.ptr(), name.ptr());
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+py::object getAttr(py::handle obj, const py::object &name) {
+  PyObject *result = PyObject_GetAttr(obj.ptr(), name.ptr());
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
 /// A tensor-like object as a TensorArg: data_ptr(), shape, stride(), dtype
 /// and device (a torch.device, or an int ordinal).
 TensorArg toTensor(const std::string &name, py::handle obj) {
+  const Names &names = Names::get();
   TensorArg t;
   // torch tensors first: get_device() is one call that returns the CUDA
   // ordinal (-1 on the CPU), cheaper than building a torch.device.
-  if (PyObject *getDevice = PyObject_GetAttrString(obj.ptr(), "get_device")) {
+  if (PyObject *getDevice = PyObject_GetAttr(obj.ptr(), names.getDevice.ptr())) {
     py::object method = py::reinterpret_steal<py::object>(getDevice);
     py::object index = method();
     if (!PyLong_Check(index.ptr()))
@@ -106,7 +150,7 @@ TensorArg toTensor(const std::string &name, py::handle obj) {
       raise(name + " must be a tensor (an object with data_ptr(), shape, "
                    "stride(), dtype and device), got " +
             typeName(obj));
-    py::handle device = obj.attr("device");
+    py::object device = getAttr(obj, names.device);
     if (PyLong_Check(device.ptr())) {
       t.device = device.cast<int>();
     } else {
@@ -118,11 +162,11 @@ TensorArg toTensor(const std::string &name, py::handle obj) {
       t.device = index.is_none() ? 0 : index.cast<int>();
     }
   }
-  t.data = reinterpret_cast<void *>(
-      static_cast<uintptr_t>(obj.attr("data_ptr")().cast<uint64_t>()));
-  t.sizes = toInts(obj.attr("shape"));
-  t.strides = toInts(obj.attr("stride")());
-  t.dtype = toDType(name, obj.attr("dtype"));
+  t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(
+      callMethod(obj, names.dataPtr).cast<uint64_t>()));
+  t.sizes = toInts(getAttr(obj, names.shape));
+  t.strides = toInts(callMethod(obj, names.stride));
+  t.dtype = toDType(name, getAttr(obj, names.dtype));
   return t;
 }
 

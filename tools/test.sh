@@ -15,7 +15,9 @@ fi
 
 log="$(mktemp)"
 /usr/lib/llvm-22/bin/lit -sv "$build/test" 2>&1 | tee "$log"
-count() { sed -n "s/^ *$1: *\([0-9]*\).*/\1/p" "$log" | tail -n 1; }
+# lit pads the names of its summary lines ("  Passed     : 83") when more
+# than one kind of result is listed.
+count() { sed -n "s/^ *$1 *: *\([0-9]*\).*/\1/p" "$log" | tail -n 1; }
 passed=$(( $(count Passed || true) + 0 ))
 expected_fail=$(( $(count "Expectedly Failed" || true) + 0 ))
 skipped=$(( $(count Unsupported || true) + 0 ))
