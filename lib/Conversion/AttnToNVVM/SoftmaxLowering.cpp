@@ -20,6 +20,7 @@ static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// deterministic.
 static Value treeReduce(SmallVector<Value> values,
                         function_ref<Value(Value, Value)> combine) {
+  assert(!values.empty() && "a row has at least one score per thread");
   while (values.size() > 1) {
     SmallVector<Value> next;
     for (size_t i = 0; i + 1 < values.size(); i += 2)
