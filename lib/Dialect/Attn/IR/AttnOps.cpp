@@ -152,6 +152,18 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
                                 << "' must have a strided layout with offset "
                                    "0, got "
                                 << type;
+      // The caller's strides are passed at run time; a static stride would
+      // be one the kernel assumes and the launch plan does not check. Only
+      // a contiguous last dimension may be static.
+      for (auto [d, stride] : llvm::enumerate(strides)) {
+        bool last = d + 1 == strides.size();
+        if (!ShapedType::isDynamic(stride) && !(last && stride == 1))
+          return op.emitOpError()
+                 << "extra tensor '" << name << "' has static stride "
+                 << stride << " in dimension " << d
+                 << "; strides are run-time values: use strided<[?, ..., ?]> "
+                    "(the last may be 1)";
+      }
       continue;
     }
     if (type.isInteger(32) || type.isInteger(64) || type.isF32())

@@ -688,3 +688,12 @@ attn.kernel @bad_extra_tensor arch(#attn.arch<sm_120>) attributes {arg_names = [
 attn.kernel @bad_extra_scalar arch(#attn.arch<sm_120>) attributes {arg_names = ["flag"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %f: i1):
 }
+
+// -----
+
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{extra tensor 'table' has static stride 8 in dimension 0; strides are run-time values: use strided<[?, ..., ?]> (the last may be 1)}}
+attn.kernel @static_stride_extra arch(#attn.arch<sm_120>) attributes {arg_names = ["table"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %t: memref<4x8xi64>):
+}
