@@ -32,6 +32,9 @@ LogicalResult flashtile::writeOutputs(ArrayRef<OutputFile> files,
     if (file.path.empty())
       return emitError(loc) << "an output file name is empty";
     std::string key = file.path == "-" ? "-" : canonicalPath(file.path);
+    if (file.path != "-" && llvm::sys::fs::is_directory(file.path))
+      return emitError(loc) << "cannot write '" << file.path
+                            << "': it is a directory";
     auto [it, inserted] = seen.try_emplace(key, file.path);
     if (!inserted)
       return emitError(loc) << "two outputs would be written to the same file: '"
@@ -69,6 +72,8 @@ LogicalResult flashtile::writeOutputs(ArrayRef<OutputFile> files,
                             << "': " << message;
     }
   }
+  // A rename can still fail after others succeeded (a full or read-only
+  // folder); the checks above leave only such system errors.
   size_t next = 0;
   for (const OutputFile &file : files) {
     if (file.path == "-")

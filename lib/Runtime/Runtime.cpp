@@ -461,6 +461,13 @@ namespace {
 
 bool readFile(const std::string &path, std::vector<char> &out,
               std::string &error, const char *what) {
+  // A folder opens as a stream and then throws on read: refuse it first.
+  std::error_code typeError;
+  if (std::filesystem::exists(path, typeError) &&
+      !std::filesystem::is_regular_file(path, typeError)) {
+    error = concat(path, ": the ", what, " is not a regular file");
+    return false;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::error_code ec;

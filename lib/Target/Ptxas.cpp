@@ -94,12 +94,17 @@ FailureOr<CubinResult> flashtile::assembleCubin(StringRef ptxas, StringRef ptx,
                                                 Location loc,
                                                 unsigned timeoutSeconds) {
   SmallString<128> ptxPath, cubinPath, logPath;
-  if (llvm::sys::fs::createTemporaryFile("flashtile", "ptx", ptxPath) ||
-      llvm::sys::fs::createTemporaryFile("flashtile", "cubin", cubinPath) ||
-      llvm::sys::fs::createTemporaryFile("flashtile", "log", logPath))
+  // Each remover is armed as soon as its file exists.
+  std::optional<llvm::FileRemover> removePtx, removeCubin, removeLog;
+  if (llvm::sys::fs::createTemporaryFile("flashtile", "ptx", ptxPath))
     return emitError(loc) << "cannot create temporary files for ptxas";
-  llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath),
-      removeLog(logPath);
+  removePtx.emplace(ptxPath);
+  if (llvm::sys::fs::createTemporaryFile("flashtile", "cubin", cubinPath))
+    return emitError(loc) << "cannot create temporary files for ptxas";
+  removeCubin.emplace(cubinPath);
+  if (llvm::sys::fs::createTemporaryFile("flashtile", "log", logPath))
+    return emitError(loc) << "cannot create temporary files for ptxas";
+  removeLog.emplace(logPath);
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(ptxPath, ec);
@@ -107,6 +112,13 @@ FailureOr<CubinResult> flashtile::assembleCubin(StringRef ptxas, StringRef ptx,
       return emitError(loc) << "cannot write " << ptxPath << ": "
                             << ec.message();
     os << ptx;
+    os.close();
+    // A write error left pending would abort in the stream's destructor.
+    if (os.has_error()) {
+      std::string message = os.error().message();
+      os.clear_error();
+      return emitError(loc) << "cannot write " << ptxPath << ": " << message;
+    }
   }
 
   std::string arch = ("-arch=" + isa.ptxTarget).str();

@@ -115,6 +115,12 @@ class PlanTest(TempDirTest):
             runtime.load(missing)
         self.assertEqual(str(e.exception), missing + ": plan not found")
 
+        # A folder opens as a stream and throws on read; it is refused first.
+        with self.assertRaises(FlashTileError) as e:
+            runtime.load(self.dir)
+        self.assertEqual(str(e.exception),
+                         self.dir + ": the plan is not a regular file")
+
         path = os.path.join(self.dir, "bad.plan.json")
         with open(path, "w") as fh:
             fh.write('{"format": "flashtile-launch-plan",\n "version": }')

@@ -90,8 +90,8 @@ TEST(KernelABITest, ParametersFollowTheKernelOp) {
   EXPECT_EQ(params[kParamSeqlenQ].name, "seqlen_q");
   EXPECT_EQ(params[kParamSeqlenQ].source.kind, plan::ParamSource::Kind::Value);
   EXPECT_EQ(params[kParamHeadsKV].name, "heads_kv");
-  EXPECT_EQ(params[kParamFirstStride].name, "q_stride_batch");
-  EXPECT_EQ(params[kParamFirstStride + 11].name, "o_stride_head");
+  EXPECT_EQ(params[kParamFirstStride].name, "q.stride_batch");
+  EXPECT_EQ(params[kParamFirstStride + 11].name, "o.stride_head");
   EXPECT_EQ(params[kParamFirstStride + 11].source.index, 2);
   EXPECT_EQ(params[kParamLseStrideHead].source.arg, "lse");
   EXPECT_EQ(params[kParamLseStrideHead].source.index, 1);
@@ -99,9 +99,9 @@ TEST(KernelABITest, ParametersFollowTheKernelOp) {
   const plan::Param *extra = &params[kNumFixedKernelParams];
   EXPECT_EQ(extra[0].name, "slopes");
   EXPECT_EQ(extra[0].source.kind, plan::ParamSource::Kind::Data);
-  EXPECT_EQ(extra[2].name, "slopes_size1");
+  EXPECT_EQ(extra[2].name, "slopes.size1");
   EXPECT_EQ(extra[2].source.kind, plan::ParamSource::Kind::Dim);
-  EXPECT_EQ(extra[3].name, "slopes_stride0");
+  EXPECT_EQ(extra[3].name, "slopes.stride0");
   EXPECT_EQ(extra[3].source.kind, plan::ParamSource::Kind::Stride);
   EXPECT_EQ(extra[5].name, "cap");
   EXPECT_EQ(extra[5].type, plan::ParamType::I32);

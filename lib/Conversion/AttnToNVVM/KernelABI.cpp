@@ -59,11 +59,11 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   static const char *const strideNames[] = {"batch", "seq", "head"};
   for (const char *t : {"q", "k", "v", "o"})
     for (int64_t i = 0; i < 3; ++i)
-      params.push_back(param(std::string(t) + "_stride_" + strideNames[i],
+      params.push_back(param(std::string(t) + ".stride_" + strideNames[i],
                              ParamType::I64, K::Stride, t, i));
   // LSE is (batch, heads, seq): its batch and head strides.
-  params.push_back(param("lse_stride_batch", ParamType::I64, K::Stride, "lse", 0));
-  params.push_back(param("lse_stride_head", ParamType::I64, K::Stride, "lse", 1));
+  params.push_back(param("lse.stride_batch", ParamType::I64, K::Stride, "lse", 0));
+  params.push_back(param("lse.stride_head", ParamType::I64, K::Stride, "lse", 1));
   params.push_back(
       param("softmax_scale", ParamType::F32, K::Scalar, "softmax_scale"));
   assert(params.size() == kNumFixedKernelParams &&
@@ -74,10 +74,10 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     if (auto memref = dyn_cast<MemRefType>(arg.getType())) {
       params.push_back(param(name, ParamType::Ptr, K::Data, name));
       for (int64_t d = 0; d < memref.getRank(); ++d)
-        params.push_back(param(name + "_size" + std::to_string(d),
+        params.push_back(param(name + ".size" + std::to_string(d),
                                ParamType::I64, K::Dim, name, d));
       for (int64_t d = 0; d < memref.getRank(); ++d)
-        params.push_back(param(name + "_stride" + std::to_string(d),
+        params.push_back(param(name + ".stride" + std::to_string(d),
                                ParamType::I64, K::Stride, name, d));
       continue;
     }
@@ -185,6 +185,13 @@ void flashtile::describeKernelArguments(KernelOp kernel,
                                                  Expr::named("heads_kv")}),
                             Expr::constant(0)}),
        "heads_q must be a multiple of heads_kv (grouped-query attention)"});
+  for (const char *length : {"seqlen_q", "seqlen_k"})
+    plan.checks.push_back(
+        {Expr::apply(Op::Le, {Expr::named(length),
+                              Expr::constant(kMaxSequenceExtent)}),
+         std::string(length) + " must be at most " +
+             std::to_string(kMaxSequenceExtent) +
+             " (the kernel's index arithmetic is 32-bit)"});
   plan.checks.push_back(
       {Expr::apply(Op::Or, {Expr::apply(Op::Eq, {Expr::named("seqlen_q"),
                                                 Expr::constant(0)}),

@@ -16,6 +16,10 @@
 // (elements) per dimension, as i64; extra scalars pass their value. They
 // follow the softmax scale, in the kernel's order.
 //
+// A parameter derived from an argument is named "<argument>.<what>"
+// ("q.stride_batch", "slopes.size0"): argument names are identifiers, so
+// they can never collide with a derived name.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H

@@ -141,7 +141,7 @@ attn.kernel @causal_and_right_window arch(#attn.arch<sm_120>) {
 !lse = memref<?x?x?xf32>
 attn.kernel @bad_window arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{window (-2, -1) is invalid: each side is -1 (unbounded) or a number of keys from 0 to 2147483647}}
+  // expected-error @below {{window (-2, -1) is invalid: each side is -1 (unbounded) or a number of keys from 0 to 536870911}}
   attn.attention %q, %k, %v -> %o, %lse {window_left = -2} : !t, !t, !t -> !t, !lse
 }
 
@@ -595,7 +595,7 @@ attn.kernel @d80 arch(#attn.arch<sm_120>) {
 !lse = memref<?x?x?xf32>
 attn.kernel @window_too_wide arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{window (4294967296, 0) is invalid: each side is -1 (unbounded) or a number of keys from 0 to 2147483647}}
+  // expected-error @below {{window (4294967296, 0) is invalid: each side is -1 (unbounded) or a number of keys from 0 to 536870911}}
   attn.attention %q, %k, %v -> %o, %lse {window_left = 4294967296, window_right = 0} : !t, !t, !t -> !t, !lse
 }
 

@@ -53,9 +53,10 @@ std::optional<std::string> explainUnsupportedHeadDim(int64_t dim);
 /// Why `name` cannot be a kernel's symbol (its PTX entry name), or nullopt.
 std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
 
-/// The largest window side (keys) and sequence length the kernels take: the
-/// kernel's index arithmetic is 32-bit.
-constexpr int64_t kMaxSequenceExtent = (int64_t(1) << 31) - 1;
+/// The largest window side (keys) and sequence length the kernels take. The
+/// kernel's index arithmetic is 32-bit and adds up to three such values (a
+/// row, the length offset and a window side), so each stays below 2^29.
+constexpr int64_t kMaxSequenceExtent = (int64_t(1) << 29) - 1;
 
 } // namespace flashtile::attn
 
