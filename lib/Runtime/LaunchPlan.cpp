@@ -201,9 +201,16 @@ bool getBool(const Json &value, const std::string &path) {
   return value.get<bool>();
 }
 
+/// Deeper expressions are refused: evaluation and printing recurse, and a
+/// plan is input that must not overflow the stack.
+constexpr int kMaxExprDepth = 64;
+
 /// Parses an expression; names are checked later (checkNames), once the
 /// sizes are known.
-Expr parseExpr(const Json &value, const std::string &path) {
+Expr parseExpr(const Json &value, const std::string &path, int depth = 0) {
+  if (depth > kMaxExprDepth)
+    fail(path, concat("expression nested deeper than ", kMaxExprDepth,
+                      " levels"));
   if (value.is_number_integer())
     return Expr::constant(getInt(value, path,
                                  std::numeric_limits<int64_t>::min()));
@@ -225,7 +232,7 @@ Expr parseExpr(const Json &value, const std::string &path) {
                         " operands, got ", list.size()));
   std::vector<Expr> operands;
   for (size_t i = 0; i < list.size(); ++i)
-    operands.push_back(parseExpr(list[i], index(opPath, i)));
+    operands.push_back(parseExpr(list[i], index(opPath, i), depth + 1));
   return Expr::apply(op->op, std::move(operands));
 }
 

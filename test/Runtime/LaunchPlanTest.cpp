@@ -320,6 +320,17 @@ TEST(LaunchPlanTest, StructuralErrors) {
   EXPECT_EQ(parseError(json.substr(0, begin) + "\"kernels\": [],\n  " +
                        json.substr(end)),
             "kernels: a plan needs at least one kernel");
+  // An expression nested past the limit is refused, not recursed into.
+  std::string deep;
+  for (int i = 0; i < 1000; ++i)
+    deep += "{\"add\": [";
+  deep += "1";
+  for (int i = 0; i < 1000; ++i)
+    deep += ", 1]}";
+  error = parseError(replaced("{\"ceil_div\": [\"seqlen_q\", 128]}", deep));
+  EXPECT_NE(error.find("expression nested deeper than 64 levels"),
+            std::string::npos)
+      << error.substr(0, 200);
 }
 
 //===----------------------------------------------------------------------===//
