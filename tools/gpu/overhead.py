@@ -23,20 +23,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import KernelInfo, runtime  # noqa: E402
 
 
-def per_call_us(torch, fn, iters, repeats=5):
-    """The best of `repeats` runs of `iters` back-to-back calls, in us per
-    call: the floor of the host cost, free of one-off stalls (the first
-    measurements of a process vary by 2x on the H200 machine)."""
-    for _ in range(200):
-        fn()
-    best = float("inf")
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(iters):
+def per_call_us(torch, fns, iters, rounds=7):
+    """Host cost of each of `fns` in us per call: `rounds` rounds, each timing
+    `iters` back-to-back calls of every function in turn, and the best round
+    of each. Interleaving keeps the machine's drift (the first measurements of
+    a process vary by 2x on the H200 machine) from favouring either side."""
+    for fn in fns:
+        for _ in range(200):
             fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / iters * 1e6)
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            torch.cuda.synchronize()
+            best[i] = min(best[i], (time.perf_counter() - start) / iters * 1e6)
     return best
 
 
@@ -68,16 +71,15 @@ def main(argv=None):
             o = torch.empty_like(q).transpose(1, 2)
             lse = torch.empty(1, 1, s, device="cuda")
             try:
-                ft = per_call_us(torch, lambda: kernel(qt, kt, vt), args.iters)
-                ft_given = per_call_us(
-                    torch, lambda: kernel(qt, kt, vt, o=o, lse=lse), args.iters)
+                ft, ft_given, sdpa = per_call_us(torch, [
+                    lambda: kernel(qt, kt, vt),
+                    lambda: kernel(qt, kt, vt, o=o, lse=lse),
+                    lambda: F.scaled_dot_product_attention(
+                        q, k, v, is_causal=m.causal)], args.iters)
             except runtime.FlashTileError as e:
                 print(f"FAIL {m.kernel} S={s}: {e}")
                 status = 1
                 continue
-            sdpa = per_call_us(
-                torch, lambda: F.scaled_dot_product_attention(
-                    q, k, v, is_causal=m.causal), args.iters)
             ratio = ft / sdpa
             worst = max(worst, ratio)
             print(f"{m.kernel:40} {s:>4} {m.head_dim:>4} {ft:>8.1f}us "
