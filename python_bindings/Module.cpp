@@ -248,6 +248,13 @@ std::vector<ArgValue> toArgValues(const plan::LaunchPlan &plan,
   return values;
 }
 
+/// Python's call arguments as the plan's argument values, in plan order.
+std::vector<ArgValue> bindValues(const plan::LaunchPlan &plan,
+                                 const py::tuple &args,
+                                 const py::dict &kwargs) {
+  return toArgValues(plan, bindArguments(plan, args, kwargs));
+}
+
 int firstDevice(const std::vector<ArgValue> &values) {
   for (const ArgValue &v : values)
     if (v.kind == ArgValue::Kind::Tensor)
@@ -389,8 +396,7 @@ PYBIND11_MODULE(_runtime, m) {
           [](const KernelFamily &f, const py::tuple &args,
              const py::dict &kwargs) {
             std::vector<ArgValue> values =
-                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
-                                                       kwargs));
+                bindValues(f.getPlan(), args, kwargs);
             std::string error;
             if (!f.check(values, error))
               raise(error);
@@ -402,8 +408,7 @@ PYBIND11_MODULE(_runtime, m) {
           [](const KernelFamily &f, const py::tuple &args,
              const py::dict &kwargs) {
             std::vector<ArgValue> values =
-                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
-                                                       kwargs));
+                bindValues(f.getPlan(), args, kwargs);
             std::string error;
             auto shapes = f.getOutputShapes(values, error);
             if (!shapes)
@@ -422,8 +427,7 @@ PYBIND11_MODULE(_runtime, m) {
           [](const KernelFamily &f, size_t kernel, const py::tuple &args,
              const py::dict &kwargs, const std::vector<uint64_t> &workspaces) {
             std::vector<ArgValue> values =
-                toArgValues(f.getPlan(), bindArguments(f.getPlan(), args,
-                                                       kwargs));
+                bindValues(f.getPlan(), args, kwargs);
             std::string error;
             runtime::CheckedLaunch checked;
             if (!f.check(values, error, &checked))

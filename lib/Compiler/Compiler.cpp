@@ -1,6 +1,7 @@
 //===- Compiler.cpp - The compile API: kernel to artifacts ----------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "Reports.h"
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 #include "flashtile/Conversion/Passes.h"
@@ -142,28 +143,9 @@ void flashtile::registerPipelines() {
 /// What the kernel computes and how it is tiled, for people and tools: the
 /// plan's informative `info` object.
 static std::string getInfoJson(KernelOp kernel) {
-  const ArchInfo &arch = kernel.getArch().getInfo();
-  ProblemAttr problem = kernel.getProblemInfo();
-  ConfigAttr c = kernel.getConfigAttr();
-  auto qType = cast<MemRefType>(kernel.getQ().getType());
-  std::string dtype;
-  llvm::raw_string_ostream(dtype) << qType.getElementType();
-  llvm::json::Object info{
-      {"dtype", dtype},
-      {"head_dim", qType.getDimSize(3)},
-      {"head_dim_v", cast<MemRefType>(kernel.getV().getType()).getDimSize(3)},
-      {"causal", problem.getCausal()},
-      {"window", llvm::json::Array{problem.getWindowLeft(),
-                                   problem.getWindowRight()}},
-      {"softmax_scale", problem.getSoftmaxScale().getValueAsDouble()},
-      {"config", llvm::json::Object{{"tile_m", c.getTileM()},
-                                    {"tile_n", c.getTileN()},
-                                    {"stages", c.getStages()},
-                                    {"warps", c.getWarps()},
-                                    {"q_in_regs", c.getQInRegs()}}},
-      {"smem_bytes", *kernel.getSmemBytes()},
-      {"smem_limit_bytes", arch.smemPerBlock},
-  };
+  llvm::json::Object info = getKernelFactsJson(kernel);
+  info["smem_bytes"] = *kernel.getSmemBytes();
+  info["smem_limit_bytes"] = kernel.getArch().getInfo().smemPerBlock;
   return llvm::formatv("{0}", llvm::json::Value(std::move(info))).str();
 }
 
@@ -202,23 +184,12 @@ static bool spills(const CubinResult &cubin) {
   return cubin.spillStores.value_or(0) > 0 || cubin.spillLoads.value_or(0) > 0;
 }
 
-namespace {
-/// One compile of one kernel-level module, stage by stage.
-class KernelCompiler {
-public:
-  KernelCompiler(const CompileOptions &options) : options(options) {}
-
-  /// Compiles a clone of `module` with `pins`.
-  FailureOr<CompiledKernel> run(ModuleOp module, const ConfigOverrides &pins,
-                                StringRef ptxas);
-
-  const CompileOptions &options;
-};
-} // namespace
-
-FailureOr<CompiledKernel> KernelCompiler::run(ModuleOp module,
-                                              const ConfigOverrides &pins,
-                                              StringRef ptxas) {
+/// One compile of a clone of the kernel-level `module` with `pins`, stage by
+/// stage up to `options.stopAfter`.
+static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
+                                             const ConfigOverrides &pins,
+                                             const CompileOptions &options,
+                                             StringRef ptxas) {
   CompiledKernel result;
   result.tileModule = module.clone();
   ModuleOp work = *result.tileModule;
@@ -275,7 +246,7 @@ FailureOr<CompiledKernel> KernelCompiler::run(ModuleOp module,
 /// of every candidate seen spilling (at most `kMaxTries`), and take the first
 /// without spills. Diagnostics of candidates that fail are not the user's
 /// concern.
-static void avoidSpills(KernelCompiler &compiler, ModuleOp kernelLevel,
+static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
                         const ConfigOverrides &pins, StringRef ptxas,
                         CompiledKernel &build) {
   constexpr int kMaxTries = 4;
@@ -303,7 +274,7 @@ static void avoidSpills(KernelCompiler &compiler, ModuleOp kernelLevel,
     ConfigOverrides exact{c.getTileM(), c.getTileN(), c.getStages(),
                           c.getWarps(), c.getQInRegs()};
     FailureOr<CompiledKernel> alternative =
-        compiler.run(kernelLevel, exact, ptxas);
+        compileOnce(kernelLevel, exact, options, ptxas);
     if (failed(alternative))
       continue;
     if (spills(*alternative->cubin)) {
@@ -350,14 +321,14 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
     ptxas = *found;
   }
 
-  KernelCompiler compiler(options);
-  FailureOr<CompiledKernel> build = compiler.run(module, options.pins, ptxas);
+  FailureOr<CompiledKernel> build =
+      compileOnce(module, options.pins, options, ptxas);
   if (failed(build))
     return failure();
   bool searched = !isFullyPinned(options.pins) && !kernel.getConfigAttr();
   if (options.stopAfter == CompileStage::Cubin && searched &&
       options.spillFallback && spills(*build->cubin))
-    avoidSpills(compiler, module, options.pins, ptxas, *build);
+    avoidSpills(options, module, options.pins, ptxas, *build);
   return build;
 }
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "Reports.h"
 
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 
@@ -87,9 +88,22 @@ static llvm::json::Object configJson(ConfigAttr c) {
                             {"q_in_regs", c.getQInRegs()}};
 }
 
+llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
+  ProblemAttr problem = kernel.getProblemInfo();
+  return llvm::json::Object{
+      {"dtype", elementTypeName(kernel.getQ())},
+      {"head_dim", headDimOf(kernel.getQ())},
+      {"head_dim_v", headDimOf(kernel.getV())},
+      {"causal", problem.getCausal()},
+      {"window", llvm::json::Array{problem.getWindowLeft(),
+                                   problem.getWindowRight()}},
+      {"softmax_scale", problem.getSoftmaxScale().getValueAsDouble()},
+      {"config", configJson(kernel.getConfigAttr())},
+  };
+}
+
 std::string flashtile::getSmemPlanJson(KernelOp kernel) {
   const ArchInfo &arch = kernel.getArch().getInfo();
-  ProblemAttr problem = kernel.getProblemInfo();
   int64_t total = *kernel.getSmemBytes();
   llvm::json::Array buffers;
   SmallVector<BufferPlacement> placements = *readAllocatedBuffers(kernel);
@@ -103,25 +117,16 @@ std::string flashtile::getSmemPlanJson(KernelOp kernel) {
                                     type.getDimSize(2)}},
         {"live", llvm::json::Array{b.live.begin, b.live.end}}});
   }
-  llvm::json::Object plan{
-      {"kernel", kernel.getSymName()},
-      {"arch", arch.name},
-      {"code_path", stringifyCodePath(arch.codePath)},
-      {"dtype", elementTypeName(kernel.getQ())},
-      {"head_dim", headDimOf(kernel.getQ())},
-      {"head_dim_v", headDimOf(kernel.getV())},
-      {"causal", problem.getCausal()},
-      {"window", llvm::json::Array{problem.getWindowLeft(),
-                                   problem.getWindowRight()}},
-      {"softmax_scale", problem.getSoftmaxScale().getValueAsDouble()},
-      {"config", configJson(kernel.getConfigAttr())},
-      {"buffers", std::move(buffers)},
-      {"smem_bytes", total},
-      {"smem_limit_bytes", arch.smemPerBlock},
-      {"smem_per_sm_bytes", arch.smemPerSM},
-      {"smem_reserved_per_block_bytes", arch.smemReservedPerBlock},
-      {"blocks_per_sm_by_smem", blocksPerSMBySmem(arch, total)},
-  };
+  llvm::json::Object plan = getKernelFactsJson(kernel);
+  plan["kernel"] = kernel.getSymName();
+  plan["arch"] = arch.name;
+  plan["code_path"] = stringifyCodePath(arch.codePath);
+  plan["buffers"] = std::move(buffers);
+  plan["smem_bytes"] = total;
+  plan["smem_limit_bytes"] = arch.smemPerBlock;
+  plan["smem_per_sm_bytes"] = arch.smemPerSM;
+  plan["smem_reserved_per_block_bytes"] = arch.smemReservedPerBlock;
+  plan["blocks_per_sm_by_smem"] = blocksPerSMBySmem(arch, total);
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
 }
 

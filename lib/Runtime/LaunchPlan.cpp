@@ -21,6 +21,7 @@
 #endif
 
 #include "flashtile/Runtime/LaunchPlan.h"
+#include "Messages.h"
 
 #include <nlohmann/json.hpp>
 
@@ -38,13 +39,8 @@ namespace {
 // Ordered objects everywhere: the writer's field order is fixed and the info
 // object keeps the order it was written in.
 using Json = nlohmann::ordered_json;
-using OrderedJson = nlohmann::ordered_json;
 
-template <typename... Ts> std::string concat(const Ts &...parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
+using flashtile::runtime_detail::concat;
 
 struct OpName {
   Expr::Op op;
@@ -643,34 +639,34 @@ std::string lineColumn(std::string_view text, size_t byte) {
 // Writing
 //===----------------------------------------------------------------------===//
 
-OrderedJson writeExpr(const Expr &expr) {
+Json writeExpr(const Expr &expr) {
   switch (expr.op) {
   case Expr::Op::Const:
     return expr.value;
   case Expr::Op::Name:
     return expr.name;
   default: {
-    OrderedJson operands = OrderedJson::array();
+    Json operands = Json::array();
     for (const Expr &operand : expr.operands)
       operands.push_back(writeExpr(operand));
-    OrderedJson object = OrderedJson::object();
+    Json object = Json::object();
     object[stringifyExprOp(expr.op)] = std::move(operands);
     return object;
   }
   }
 }
 
-OrderedJson writeSource(const ParamSource &src) {
-  OrderedJson object = OrderedJson::object();
+Json writeSource(const ParamSource &src) {
+  Json object = Json::object();
   switch (src.kind) {
   case ParamSource::Kind::Data:
     object["data"] = src.arg;
     break;
   case ParamSource::Kind::Dim:
-    object["dim"] = OrderedJson::array({src.arg, src.index});
+    object["dim"] = Json::array({src.arg, src.index});
     break;
   case ParamSource::Kind::Stride:
-    object["stride"] = OrderedJson::array({src.arg, src.index});
+    object["stride"] = Json::array({src.arg, src.index});
     break;
   case ParamSource::Kind::Scalar:
     object["scalar"] = src.arg;
@@ -685,8 +681,8 @@ OrderedJson writeSource(const ParamSource &src) {
   return object;
 }
 
-OrderedJson optionalCount(const std::optional<int64_t> &value) {
-  return value ? OrderedJson(*value) : OrderedJson(nullptr);
+Json optionalCount(const std::optional<int64_t> &value) {
+  return value ? Json(*value) : Json(nullptr);
 }
 
 } // namespace
@@ -974,7 +970,7 @@ int64_t LaunchPlan::indexOfArgument(std::string_view name) const {
 }
 
 std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
-  OrderedJson root = OrderedJson::object();
+  Json root = Json::object();
   root["format"] = kFormatName;
   root["version"] = plan.version;
   root["name"] = plan.name;
@@ -982,9 +978,9 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
   root["isa"] = plan.isa;
   root["code_path"] = plan.codePath;
 
-  OrderedJson args = OrderedJson::array();
+  Json args = Json::array();
   for (const Argument &arg : plan.arguments) {
-    OrderedJson a = OrderedJson::object();
+    Json a = Json::object();
     a["name"] = arg.name;
     if (arg.kind == ArgKind::Scalar) {
       a["kind"] = "scalar";
@@ -1002,9 +998,9 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
       a["kind"] = "tensor";
       a["role"] = arg.role == ArgRole::Input ? "input" : "output";
       a["dtype"] = stringifyDType(arg.dtype);
-      OrderedJson shape = OrderedJson::array();
+      Json shape = Json::array();
       for (const std::optional<Expr> &dim : arg.shape)
-        shape.push_back(dim ? writeExpr(*dim) : OrderedJson(nullptr));
+        shape.push_back(dim ? writeExpr(*dim) : Json(nullptr));
       a["shape"] = std::move(shape);
       a["align_bytes"] = arg.alignBytes;
       a["contiguous_last_dim"] = arg.contiguousLastDim;
@@ -1014,35 +1010,35 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
   }
   root["arguments"] = std::move(args);
 
-  OrderedJson sizes = OrderedJson::array();
+  Json sizes = Json::array();
   for (const SizeBinding &size : plan.sizes)
     sizes.push_back(
-        OrderedJson{{"name", size.name}, {"arg", size.arg}, {"dim", size.dim}});
+        Json{{"name", size.name}, {"arg", size.arg}, {"dim", size.dim}});
   root["sizes"] = std::move(sizes);
 
-  OrderedJson checks = OrderedJson::array();
+  Json checks = Json::array();
   for (const Check &check : plan.checks) {
-    OrderedJson c = OrderedJson::object();
+    Json c = Json::object();
     c["condition"] = writeExpr(check.condition);
     c["message"] = check.message;
     checks.push_back(std::move(c));
   }
   root["checks"] = std::move(checks);
 
-  OrderedJson kernels = OrderedJson::array();
+  Json kernels = Json::array();
   for (const Kernel &kernel : plan.kernels) {
-    OrderedJson k = OrderedJson::object();
+    Json k = Json::object();
     k["symbol"] = kernel.symbol;
     k["cubin"] = kernel.cubin;
     k["block"] =
-        OrderedJson::array({kernel.block[0], kernel.block[1], kernel.block[2]});
+        Json::array({kernel.block[0], kernel.block[1], kernel.block[2]});
     k["dynamic_smem_bytes"] = kernel.dynamicSmemBytes;
-    k["grid"] = OrderedJson::array({writeExpr(kernel.grid[0]),
+    k["grid"] = Json::array({writeExpr(kernel.grid[0]),
                                     writeExpr(kernel.grid[1]),
                                     writeExpr(kernel.grid[2])});
-    OrderedJson params = OrderedJson::array();
+    Json params = Json::array();
     for (const Param &param : kernel.params) {
-      OrderedJson p = OrderedJson::object();
+      Json p = Json::object();
       p["name"] = param.name;
       p["type"] = stringifyParamType(param.type);
       p["from"] = writeSource(param.source);
@@ -1056,18 +1052,18 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
   }
   root["kernels"] = std::move(kernels);
 
-  OrderedJson workspaces = OrderedJson::array();
+  Json workspaces = Json::array();
   for (const Workspace &ws : plan.workspaces) {
-    OrderedJson w = OrderedJson::object();
+    Json w = Json::object();
     w["name"] = ws.name;
     w["bytes"] = writeExpr(ws.bytes);
     workspaces.push_back(std::move(w));
   }
   root["workspaces"] = std::move(workspaces);
 
-  OrderedJson dispatch = OrderedJson::array();
+  Json dispatch = Json::array();
   for (const DispatchCase &entry : plan.dispatch) {
-    OrderedJson d = OrderedJson::object();
+    Json d = Json::object();
     d["when"] = writeExpr(entry.condition);
     d["kernels"] = entry.kernels;
     dispatch.push_back(std::move(d));
@@ -1075,12 +1071,12 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
   root["dispatch"] = std::move(dispatch);
 
   // The info object keeps its own key order.
-  OrderedJson info = OrderedJson::object();
+  Json info = Json::object();
   try {
-    OrderedJson parsed = OrderedJson::parse(plan.infoJson);
+    Json parsed = Json::parse(plan.infoJson);
     if (parsed.is_object())
       info = std::move(parsed);
-  } catch (const OrderedJson::exception &) {
+  } catch (const Json::exception &) {
     // Not valid JSON: written as {} (documented).
   }
   root["info"] = std::move(info);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Runtime/Runtime.h"
+#include "Messages.h"
 
 #include <dlfcn.h>
 
@@ -39,11 +40,7 @@ namespace {
 // Message helpers
 //===----------------------------------------------------------------------===//
 
-template <typename... Ts> std::string concat(const Ts &...parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
+using flashtile::runtime_detail::concat;
 
 std::string formatList(const std::vector<int64_t> &values) {
   std::string s = "[";

@@ -13,6 +13,7 @@
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
+#include "flashtile/Runtime/LaunchPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include <optional>
@@ -21,7 +22,8 @@
 
 namespace flashtile::dsl {
 
-enum class DType { F16, BF16, F32, I32, I64 };
+/// Element types: the launch plan's, so that a new one (fp8) is added once.
+using DType = plan::DType;
 
 /// An argument after Q, K, V, O and LSE, for variant hooks to read.
 struct ExtraArg {
