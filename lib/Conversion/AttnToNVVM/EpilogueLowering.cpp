@@ -87,10 +87,10 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
       emitIf(rewriter, loc, store, [&] {
         Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
                                           e.gep(stage, walk.smemOffset(step)),
-                                          /*alignment=*/16);
+                                          /*alignment=*/kCopyChunkBytes);
         LLVM::StoreOp::create(rewriter, loc, data,
                               out.chunkAddress(globalRow, walk.chunk(step)),
-                              /*alignment=*/16);
+                              /*alignment=*/kCopyChunkBytes);
       });
     }
 

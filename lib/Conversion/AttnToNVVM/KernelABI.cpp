@@ -12,8 +12,6 @@ using plan::Expr;
 using plan::ParamSource;
 using plan::ParamType;
 
-/// Bytes one cp.async moves: the alignment of Q, K, V, O rows.
-static constexpr int64_t kCopyChunkBytes = 16;
 
 static plan::DType toPlanDType(Type type) {
   if (type.isF16())

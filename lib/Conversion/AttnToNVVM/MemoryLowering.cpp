@@ -65,9 +65,10 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
         Value safeRow = e.select(inRange, globalRow, e.i32(0));
         Value from = src.chunkAddress(safeRow, walk.chunk(step));
         Value to = e.gep(slotBase, walk.smemOffset(step));
-        Value bytes = e.select(inRange, e.i32(16), e.i32(0));
+        Value bytes = e.select(inRange, e.i32(kCopyChunkBytes), e.i32(0));
         NVVM::CpAsyncOp::create(
-            rewriter, loc, to, from, rewriter.getI32IntegerAttr(16),
+            rewriter, loc, to, from,
+            rewriter.getI32IntegerAttr(kCopyChunkBytes),
             NVVM::LoadCacheModifierKindAttr::get(
                 rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
             bytes);

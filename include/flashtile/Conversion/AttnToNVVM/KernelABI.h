@@ -33,6 +33,12 @@
 
 namespace flashtile {
 
+/// Bytes of one chunk the kernels move between global and shared memory
+/// (one cp.async.cg, one 128-bit epilogue load or store). Q, K, V and O rows
+/// must therefore start 16-byte aligned, which the launch plan requires of
+/// their pointers and strides.
+inline constexpr int64_t kCopyChunkBytes = 16;
+
 /// Indices into the fixed prefix of the parameter list.
 enum KernelParamIndex : unsigned {
   kParamQ = 0,
