@@ -25,6 +25,19 @@ static std::string canonicalPath(StringRef path) {
   return canonical.str().str();
 }
 
+std::string flashtile::getCubinPathForPlan(StringRef cubinPath,
+                                           StringRef planPath) {
+  SmallString<256> cubin(cubinPath), planDir(planPath);
+  llvm::sys::fs::make_absolute(cubin);
+  llvm::sys::path::remove_dots(cubin, /*remove_dot_dot=*/true);
+  llvm::sys::fs::make_absolute(planDir);
+  llvm::sys::path::remove_dots(planDir, /*remove_dot_dot=*/true);
+  llvm::sys::path::remove_filename(planDir);
+  if (llvm::sys::path::parent_path(cubin) == planDir)
+    return llvm::sys::path::filename(cubin).str();
+  return cubin.str().str();
+}
+
 LogicalResult flashtile::writeOutputs(ArrayRef<OutputFile> files,
                                       Location loc) {
   llvm::StringMap<std::string> seen;

@@ -24,7 +24,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -350,20 +349,8 @@ int main(int argc, char **argv) {
   options.ptxasPath = ptxasPath;
   options.ptxasTimeoutSeconds = ptxasTimeout;
   options.spillFallback = spillFallback;
-  if (emit == Emit::Cubin && !launchPlanFile.empty()) {
-    // The plan names its cubin relative to the plan's own folder: the file
-    // name when both share a folder, else the cubin's absolute path.
-    SmallString<256> cubinPath(outputFile), planDir(launchPlanFile);
-    llvm::sys::fs::make_absolute(cubinPath);
-    llvm::sys::path::remove_dots(cubinPath, /*remove_dot_dot=*/true);
-    llvm::sys::fs::make_absolute(planDir);
-    llvm::sys::path::remove_dots(planDir, /*remove_dot_dot=*/true);
-    llvm::sys::path::remove_filename(planDir);
-    bool sameFolder = llvm::sys::path::parent_path(cubinPath) == planDir;
-    options.cubinFileName = sameFolder
-                                ? llvm::sys::path::filename(cubinPath).str()
-                                : cubinPath.str().str();
-  }
+  if (emit == Emit::Cubin && !launchPlanFile.empty())
+    options.cubinFileName = getCubinPathForPlan(outputFile, launchPlanFile);
   if (!isaName.empty()) {
     const ArchInfo *isa = lookupArch(isaName);
     if (!isa) {

@@ -145,6 +145,12 @@ void printResourceReport(llvm::raw_ostream &os, const CompiledKernel &kernel);
 // Writing artifacts
 //===----------------------------------------------------------------------===//
 
+/// The cubin's path as a launch plan written to `planPath` names it: the file
+/// name when both are in one folder, the absolute path otherwise (the
+/// runtime resolves it against the plan's folder).
+std::string getCubinPathForPlan(llvm::StringRef cubinPath,
+                                llvm::StringRef planPath);
+
 /// One file to write; "-" is stdout.
 struct OutputFile {
   std::string path;
