@@ -2,12 +2,56 @@
 
 #include "flashtile/DSL/FlashAttention.h"
 
+#include "HookTracer.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
+
+/// Traces one hook lambda into `region`: a block of `argTypes`, the lambda's
+/// result yielded as `resultType`.
+template <typename Fn, size_t... I>
+static LogicalResult traceHook(KernelOp kernel, Region &region,
+                               StringRef name, const Fn &fn,
+                               ArrayRef<Type> argTypes, Type resultType,
+                               StringRef resultName,
+                               std::index_sequence<I...>) {
+  Block *block = new Block();
+  region.push_back(block);
+  for (Type type : argTypes)
+    block->addArgument(type, kernel.getLoc());
+  dsl::detail::HookTracer tracer(kernel, block, name);
+  dsl::Expr result = fn(tracer.argument(block->getArgument(I))...);
+  FailureOr<Value> value = tracer.finish(result, resultType, resultName);
+  if (failed(value))
+    return failure();
+  OpBuilder b = OpBuilder::atBlockEnd(block);
+  YieldOp::create(b, tracer.locOf(result), ValueRange{*value});
+  return success();
+}
+
+static LogicalResult traceHooks(KernelOp kernel, AttentionOp attention,
+                                const dsl::AttentionSpec &spec) {
+  Builder b(kernel.getContext());
+  Type index = b.getIndexType();
+  if (spec.scoreMod &&
+      failed(traceHook(kernel, attention.getScoreMod(), "score_mod",
+                       spec.scoreMod,
+                       {b.getF32Type(), index, index, index, index},
+                       b.getF32Type(), "a score (f32)",
+                       std::make_index_sequence<5>())))
+    return failure();
+  if (spec.maskMod &&
+      failed(traceHook(kernel, attention.getMaskMod(), "mask_mod",
+                       spec.maskMod, {index, index, index, index},
+                       b.getI1Type(), "a condition (i1), e.g. q >= k",
+                       std::make_index_sequence<4>())))
+    return failure();
+  return success();
+}
 
 FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
                                               const AttentionSpec &spec,
@@ -78,10 +122,11 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
   FloatAttr scale;
   if (spec.softmaxScale)
     scale = b.getF32FloatAttr(*spec.softmaxScale);
-  AttentionOp::create(b, loc, kernel.getQ(), kernel.getK(), kernel.getV(),
-                      kernel.getO(), kernel.getLse(), spec.causal,
-                      spec.windowLeft, spec.windowRight, scale);
-  if (failed(verify(kernel))) {
+  auto attention = AttentionOp::create(
+      b, loc, kernel.getQ(), kernel.getK(), kernel.getV(), kernel.getO(),
+      kernel.getLse(), spec.causal, spec.windowLeft, spec.windowRight, scale);
+  if (failed(traceHooks(kernel, attention, spec)) ||
+      failed(verify(kernel))) {
     kernel.erase();
     return failure();
   }

@@ -88,9 +88,31 @@ static llvm::json::Object configJson(ConfigAttr c) {
                             {"q_in_regs", c.getQInRegs()}};
 }
 
+/// The variant hooks the kernel runs ("score_mod", "mask_mod"), from the
+/// attention op or, at the tile level, from its attn.modify_scores.
+static llvm::json::Array hooksJson(KernelOp kernel) {
+  bool scoreMod = false, maskMod = false;
+  kernel.walk([&](Operation *op) {
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      scoreMod |= !attention.getScoreMod().empty();
+      maskMod |= !attention.getMaskMod().empty();
+    } else if (auto modify = dyn_cast<ModifyScoresOp>(op)) {
+      scoreMod |= !modify.getScoreMod().empty();
+      maskMod |= !modify.getMaskMod().empty();
+    }
+  });
+  llvm::json::Array hooks;
+  if (scoreMod)
+    hooks.push_back("score_mod");
+  if (maskMod)
+    hooks.push_back("mask_mod");
+  return hooks;
+}
+
 llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
   ProblemAttr problem = kernel.getProblemInfo();
   return llvm::json::Object{
+      {"hooks", hooksJson(kernel)},
       {"dtype", elementTypeName(kernel.getQ())},
       {"head_dim", headDimOf(kernel.getQ())},
       {"head_dim_v", headDimOf(kernel.getV())},

@@ -396,6 +396,16 @@ int main(int argc, char **argv) {
       ++skipped;
       continue;
     }
+    // The reference here has no hooks; tools/gpu/check_variants.py checks
+    // hooked kernels against their PyTorch twins.
+    if (auto info = nlohmann::json::parse(p.infoJson, nullptr, false);
+        info.is_object() && info.contains("hooks") &&
+        !info["hooks"].empty()) {
+      std::cout << "SKIP " << p.name << ": has " << info["hooks"].dump()
+                << " hooks (checked by check_variants.py)\n";
+      ++skipped;
+      continue;
+    }
     Mask mask;
     double scale = 1.0 / std::sqrt(static_cast<double>(d));
     if (const plan::Argument *a = p.findArgument("softmax_scale"))

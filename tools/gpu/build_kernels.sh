@@ -68,6 +68,34 @@ build sm120cfg_bf16_d256_128x64_qreuse --arch=sm_120 --isa=sm_90 \
   --dtype=bf16 --head-dim=256 --causal --tile-m=128 --tile-n=64 --stages=1 \
   --warps=8 --q-in-regs=true
 
+# The variant examples (dsl/examples), SM120 configuration, bf16 and f16,
+# with the causalities tools/gpu/check_variants.py runs; and the built-in
+# window (1024, 0) it compares with FA2's.
+examples="${FLASHTILE_BUILD_DIR:-$root/build}/examples"
+variant() { # example, causal values...
+  local example=$1; shift
+  for dtype in bf16 f16; do
+    for c in "$@"; do
+      local name="var_${example}_${dtype}_c$c"
+      "$examples/$example" --dtype=$dtype --causal=$c --name="$name" > "$out/$name.mlir"
+      "$compile" "$out/$name.mlir" --isa=sm_90 --emit=cubin -o "$out/$name.cubin" \
+        --launch-plan "$out/$name.plan.json"
+      rm "$out/$name.mlir"
+    done
+  done
+}
+if [ "$mode" != quick ]; then
+  variant softcap 0 1
+  variant alibi 0 1
+  variant relative_bias 0 1
+  variant document_mask 1
+  variant prefix_lm 0
+  variant chunked 1
+  variant gqa 1
+  build var_window1024_bf16 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
+    --head-dim=128 --window=1024,0
+fi
+
 python3 - "$out" <<'PY'
 import json, pathlib, sys
 rows = []

@@ -12,8 +12,13 @@
 #   5. launch overhead: FlashTile's Python call vs torch SDPA, tiny shapes
 #   6. SASS counts, compute-sanitizer memcheck + racecheck on 2 kernels
 #   7. a short benchmark against torch's SDPA backends
+#   8. the variant examples: check_variants.py (correctness against float64
+#      PyTorch twins, then speed next to the plain kernel, Flex and FA2)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
-# has a time limit, so the whole stays within about 8 minutes.
+# has a time limit. The device runs one command for at most 10 minutes, so
+# FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
+# "tests run-check check_fwd overhead sass sanitize bench" in one call and
+# "variants" in the next; the build always runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "${1:?usage: proof.sh OUT_DIR}" && cd "$1" && pwd)"
@@ -23,6 +28,10 @@ export PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin"
 start=$(date +%s)
 declare -a summary
+
+stages="${FLASHTILE_PROOF_STAGES:-all}"
+# want NAME: whether stage NAME runs in this call.
+want() { [ "$stages" = all ] || [[ " $stages " == *" $1 "* ]]; }
 
 # stage NAME STATUS DETAILS: one row of the final table.
 stage() { summary+=("$(printf '%-22s %-5s %s' "$1" "$2" "$3")"); }
@@ -52,6 +61,7 @@ export PYTHONPATH="$build/python_bindings${PYTHONPATH:+:$PYTHONPATH}"
 run_check="$build/bin/flashtile-run-check"
 
 # 2. Unit tests.
+if want tests; then
 if [ -x "$build/test/Runtime/FlashTileRuntimeTests" ]; then
   timeout 120 "$build/test/Runtime/FlashTileRuntimeTests" > "$out/gtest.log" 2>&1
   status=$?
@@ -69,6 +79,7 @@ status=$?
 # Skips do not pass: the last line must be a bare OK.
 [ $status -eq 0 ] && [ "$(tail -1 "$out/pytest_gpu.log")" != OK ] && status=1
 stage python-tests-gpu "$(verdict $status)" "$(tail -1 "$out/pytest_gpu.log")"
+fi
 
 plans=("$kernels"/*.plan.json)
 if [ ! -e "${plans[0]}" ]; then
@@ -78,17 +89,22 @@ if [ ! -e "${plans[0]}" ]; then
 fi
 
 # 3. The C++ check over every plan.
+if want run-check; then
 timeout 240 "$run_check" "${plans[@]}" > "$out/run_check.log" 2>&1
 status=$?
 stage run-check "$(verdict $status)" "$(tail -1 "$out/run_check.log") (${#plans[@]} plans)"
+fi
 
 # 4. The Python kernel matrix.
+if want check_fwd; then
 timeout 300 python3 "$root/tools/gpu/check_fwd.py" --kernels "$kernels" \
   --out "$out" > "$out/check.txt" 2>&1
 status=$?
 stage check_fwd "$(verdict $status)" "$(grep -E 'cases passed' "$out/check.txt" | tail -1)"
+fi
 
 # 5. Launch overhead.
+if want overhead; then
 overhead_plans=()
 for n in sm90_bf16_d64_full sm90_bf16_d128_full; do
   [ -e "$kernels/$n.plan.json" ] && overhead_plans+=("$kernels/$n.plan.json")
@@ -104,8 +120,10 @@ else
   result=FAIL
 fi
 stage launch-overhead "$result" "$(grep -E 'worst ratio' "$out/overhead.txt") (overhead.txt)"
+fi
 
 # 6. SASS: tensor-core mma, ldmatrix, cp.async, and no local memory.
+if want sass; then
 for cubin in "$kernels"/*.cubin; do
   sass=$(cuobjdump --dump-sass "$cubin")
   printf '%-40s HMMA.16816=%-5s LDSM=%-4s LDGSTS=%-4s LDL=%-4s STL=%s\n' \
@@ -115,7 +133,9 @@ for cubin in "$kernels"/*.cubin; do
     "$(grep -c 'STL' <<<"$sass")"
 done > "$out/sass.txt" 2>&1
 stage sass INFO "$(awk '$5 != "LDL=0" || $6 != "STL=0"' "$out/sass.txt" | wc -l) cubins with local memory (sass.txt)"
+fi
 
+if want sanitize; then
 : > "$out/sanitize.txt"
 sanitize_status=0
 for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
@@ -131,8 +151,10 @@ for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
 done
 rm -f "$out/sanitize.log"
 stage compute-sanitizer "$(verdict $sanitize_status)" "$(grep -c 'exit 0' "$out/sanitize.txt") of 4 runs clean (sanitize.txt)"
+fi
 
 # 7. A short benchmark: bf16 d = 128 at S = 4096.
+if want bench; then
 bench=()
 for n in sm120cfg_bf16_d128_full sm120cfg_bf16_d128_causal sm90_bf16_d128_full sm90_bf16_d128_causal; do
   [ -e "$kernels/$n.plan.json" ] && bench+=("$kernels/$n.plan.json")
@@ -143,6 +165,15 @@ if [ ${#bench[@]} -gt 0 ]; then
   status=$?
   stage bench "$( [ $status -eq 0 ] && echo INFO || echo FAIL)" "${#bench[@]} kernels at S=4096 (bench.txt)"
 fi
+fi
+
+# 8. The variant examples.
+if want variants; then
+timeout 420 python3 "$root/tools/gpu/check_variants.py" --kernels "$kernels" \
+  > "$out/variants.txt" 2>&1
+status=$?
+stage variants "$(verdict $status)" "$(grep -E 'cases passed' "$out/variants.txt" | tail -1) (variants.txt)"
+fi
 
 {
   echo
@@ -151,6 +182,11 @@ fi
   echo
   echo "-- launch overhead (us per call)"
   cat "$out/overhead.txt"
+  if [ -e "$out/variants.txt" ]; then
+    echo
+    echo "-- variants (TFLOP/s)"
+    sed -n '/^TFLOP/,$p' "$out/variants.txt"
+  fi
   if [ -e "$out/bench.txt" ]; then
     echo
     echo "-- benchmark (TFLOP/s)"

@@ -11,6 +11,7 @@
 #ifndef FLASHTILE_DSL_FLASHATTENTION_H
 #define FLASHTILE_DSL_FLASHATTENTION_H
 
+#include "flashtile/DSL/Hooks.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Runtime/LaunchPlan.h"
@@ -49,6 +50,21 @@ struct AttentionSpec {
   std::optional<float> softmaxScale;
   /// Extra tensor and scalar arguments, in order.
   std::vector<ExtraArg> extraArgs;
+  /// Variant hooks (Hooks.h); empty means none.
+  ScoreModFn scoreMod;
+  MaskModFn maskMod;
+
+  /// Declares an extra tensor argument of `rank` dynamic extents and
+  /// strides, and returns the handle hooks read it through.
+  Tensor addTensor(std::string name, DType dtype, int64_t rank) {
+    extraArgs.push_back({name, dtype, rank});
+    return Tensor(std::move(name));
+  }
+  /// Declares an extra scalar argument (I32, I64 or F32).
+  Scalar addScalar(std::string name, DType dtype) {
+    extraArgs.push_back({name, dtype, -1});
+    return Scalar(std::move(name));
+  }
 };
 
 /// Appends the `attn.kernel` of `spec` to `module` and verifies it. On a bad

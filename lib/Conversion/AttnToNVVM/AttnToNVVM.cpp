@@ -49,6 +49,7 @@ void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
   lowering::populateMmaPatterns(converter, patterns);
   lowering::populateSoftmaxPatterns(converter, patterns);
   lowering::populateEpiloguePatterns(converter, patterns);
+  lowering::populateHookPatterns(converter, patterns);
 }
 
 /// What the sm80 lowering needs before it starts; each failure is an error

@@ -217,6 +217,33 @@ Value lowering::getKernelParam(Operation *op, unsigned index) {
   return func.getArgument(index);
 }
 
+int64_t lowering::getExtraArgParam(Operation *op, unsigned index) {
+  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+  assert(func && "kernel ops are lowered after their kernel");
+  auto params = func->getAttrOfType<DenseI64ArrayAttr>(kExtraParamsAttrName);
+  assert(params && static_cast<int64_t>(index) < params.size() &&
+         "the kernel lowering lists every extra argument");
+  return params[index];
+}
+
+ScoreTileCoords::ScoreTileCoords(TileOpContext &ctx, int64_t rows,
+                                 int64_t cols, Value mBlock, Value nBlock)
+    : e(ctx.e) {
+  ThreadCoords &thread = ctx.thread();
+  rowBase = e.add(e.mul(mBlock, rows),
+                  e.add(e.mul(thread.warp, ctx.layout.rowsPerWarp(rows)),
+                        thread.g));
+  colBase = e.add(e.mul(nBlock, cols), e.mul(thread.t, 2));
+}
+
+Value ScoreTileCoords::row(int64_t i, int64_t r) {
+  return e.add(rowBase, 16 * i + FragmentLayout::accElementOffset(r).first);
+}
+
+Value ScoreTileCoords::col(int64_t j, int64_t r) {
+  return e.add(colBase, 8 * j + FragmentLayout::accElementOffset(r).second);
+}
+
 Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
   auto module = anchor->getParentOfType<ModuleOp>();
   OpBuilder &b = e.builder();

@@ -139,6 +139,14 @@ ConfigAttr getKernelConfig(mlir::Operation *op);
 /// The llvm.func parameter `index` of the kernel `op` has been lowered into.
 mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
 
+/// The first llvm.func parameter of extra argument `index` (0 is the first
+/// after LSE) of the kernel `op` has been lowered into: a scalar's value, or a
+/// tensor's pointer followed by its sizes and strides (KernelABI.h).
+int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
+/// The attribute on a lowered kernel's llvm.func that lists, per extra
+/// argument, its first parameter.
+constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";
+
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 
@@ -252,6 +260,22 @@ private:
   std::optional<ThreadCoords> coords;
 };
 
+/// The sequence positions of the score elements one thread holds in a
+/// `rows x cols` accumulator tile of query tile `mBlock` and KV tile
+/// `nBlock`: element r of (m-tile i, n-tile j) is query row(i, r) and key
+/// col(j, r), as FragmentLayout::accElementOffset places it.
+class ScoreTileCoords {
+public:
+  ScoreTileCoords(TileOpContext &ctx, int64_t rows, int64_t cols,
+                  mlir::Value mBlock, mlir::Value nBlock);
+  mlir::Value row(int64_t i, int64_t r);
+  mlir::Value col(int64_t j, int64_t r);
+
+private:
+  Emitter &e;
+  mlir::Value rowBase, colBase;
+};
+
 /// Base of the patterns of ops inside an allocated kernel: finds the
 /// kernel's config (no match without one) and hands `lower` the op's
 /// TileOpContext, so that patterns start from what they share instead of
@@ -296,4 +320,6 @@ void populateSoftmaxPatterns(mlir::LLVMTypeConverter &converter,
                              mlir::RewritePatternSet &patterns);
 void populateEpiloguePatterns(mlir::LLVMTypeConverter &converter,
                               mlir::RewritePatternSet &patterns);
+void populateHookPatterns(mlir::LLVMTypeConverter &converter,
+                          mlir::RewritePatternSet &patterns);
 } // namespace flashtile::attn::lowering

@@ -68,28 +68,22 @@ struct MaskLowering : public AttnOpLoweringPattern<MaskOp> {
     int64_t left = op.getWindowLeft(), right = op.getWindowRight();
 
     Emitter &e = ctx.e;
-    ThreadCoords &thread = ctx.thread();
+    ScoreTileCoords coords(ctx, rows, cols, adaptor.getMBlock(),
+                           adaptor.getNBlock());
     Value seqlenK = adaptor.getSeqlenK();
     Value offset = e.sub(seqlenK, adaptor.getSeqlenQ());
-    Value rowBase = e.add(e.mul(adaptor.getMBlock(), ctx.config.getTileM()),
-                          e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
-                                thread.g));
-    Value colBase = e.add(e.mul(adaptor.getNBlock(), cols), e.mul(thread.t, 2));
     Value negInf = e.f32(kNegInf);
     SmallVector<Value> s = e.unpack(adaptor.getS());
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t h = 0; h < 2; ++h) {
-        Value diagonal = e.add(e.add(rowBase, 16 * i + 8 * h), offset);
+        // Elements 2h and 2h + 1 share a row.
+        Value diagonal = e.add(coords.row(i, 2 * h), offset);
         KeyWindow<Value> window =
             computeKeyWindow(e, diagonal, seqlenK, left, right);
         for (int64_t j = 0; j < nTiles; ++j)
-          for (int64_t c = 0; c < 2; ++c) {
-            assert(FragmentLayout::accElementOffset(2 * h + c) ==
-                       std::make_pair(8 * h, c) &&
-                   "rows g + 8h, columns 2t + c");
-            Value col = e.add(colBase, 8 * j + c);
-            Value masked = isKeyMasked(e, window, col);
-            int64_t index = FragmentLayout::accIndex(i, j, 2 * h + c, nTiles);
+          for (int64_t r = 2 * h; r < 2 * h + 2; ++r) {
+            Value masked = isKeyMasked(e, window, coords.col(j, r));
+            int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
             s[index] = e.select(masked, negInf, s[index]);
           }
       }

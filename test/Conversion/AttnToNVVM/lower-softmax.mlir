@@ -18,11 +18,11 @@
 // The mask: per row, keys in [diagonal - 8, min(seqlen_k, diagonal + 5))
 // stay, with diagonal = row + seqlen_k - seqlen_q; the others become -inf.
 // CHECK:       %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
-// CHECK:       %[[OFFSET:.*]] = llvm.sub %[[SEQLEN_K]], %[[SEQLEN_Q]] : i32
 // CHECK:       %[[TILE_ROW:.*]] = llvm.mul %[[M_BLOCK]], %{{.*}} : i32
-// CHECK-NEXT:  %[[ROW_BASE:.*]] = llvm.add %[[TILE_ROW]], %{{.*}} : i32
+// CHECK:       %[[ROW_BASE:.*]] = llvm.add %[[TILE_ROW]], %{{.*}} : i32
 // CHECK:       %[[TILE_COL:.*]] = llvm.mul %[[N_BLOCK]], %{{.*}} : i32
 // CHECK-NEXT:  %[[COL_BASE:.*]] = llvm.add %[[TILE_COL]], %{{.*}} : i32
+// CHECK-NEXT:  %[[OFFSET:.*]] = llvm.sub %[[SEQLEN_K]], %[[SEQLEN_Q]] : i32
 // CHECK-NEXT:  %[[NEG_INF:.*]] = llvm.mlir.constant(0xFF800000 : f32) : f32
 // CHECK-NEXT:  %[[S0:.*]] = llvm.extractvalue %[[S:.*]][0] : !llvm.array<8 x f32>
 // CHECK:       %[[ROW:.*]] = llvm.add %[[ROW_BASE]], %{{.*}} : i32

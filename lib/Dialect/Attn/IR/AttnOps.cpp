@@ -302,7 +302,60 @@ LogicalResult AttentionOp::verify() {
                         {b.getF32Type(), index, index, index, index},
                         b.getF32Type())) ||
       failed(verifyHook(*this, getMaskMod(), "mask_mod",
-                        {index, index, index, index}, b.getI1Type())))
+                        {index, index, index, index}, b.getI1Type())) ||
+      failed(verifyHookBody(*this, getScoreMod(), "score_mod")) ||
+      failed(verifyHookBody(*this, getMaskMod(), "mask_mod")))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Hook reads
+//===----------------------------------------------------------------------===//
+
+/// The names attn.size accepts: the launch plan's size names.
+static const char *const kSizeNames[] = {"batch", "seqlen_q", "seqlen_k",
+                                         "heads_q", "heads_kv"};
+
+LogicalResult SizeOp::verify() {
+  if (!llvm::is_contained(kSizeNames, getName()))
+    return emitOpError() << "size '" << getName()
+                         << "' is unknown; expected one of batch, seqlen_q, "
+                            "seqlen_k, heads_q, heads_kv";
+  return success();
+}
+
+LogicalResult KernelArgOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel)
+    return emitOpError() << "must be inside an attn.kernel";
+  auto extras = kernel.getExtraArgs();
+  uint64_t index = getIndex();
+  if (index >= extras.size())
+    return emitOpError() << "refers to extra argument " << index
+                         << " but the kernel has " << extras.size();
+  if (extras[index].getType() != getType())
+    return emitOpError() << "has type " << getType()
+                         << " but extra argument " << index << " is "
+                         << extras[index].getType();
+  return success();
+}
+
+LogicalResult ModifyScoresOp::verify() {
+  auto s = cast<FragType>(getS().getType());
+  if (s.getRank() != 2 || !s.getElementType().isF32())
+    return emitOpError() << "scores must be a rank-2 f32 fragment, got " << s;
+  if (getScoreMod().empty() && getMaskMod().empty())
+    return emitOpError() << "has neither a score_mod nor a mask_mod region";
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyHook(*this, getScoreMod(), "score_mod",
+                        {b.getF32Type(), index, index, index, index},
+                        b.getF32Type())) ||
+      failed(verifyHook(*this, getMaskMod(), "mask_mod",
+                        {index, index, index, index}, b.getI1Type())) ||
+      failed(verifyHookBody(*this, getScoreMod(), "score_mod")) ||
+      failed(verifyHookBody(*this, getMaskMod(), "mask_mod")))
     return failure();
   return success();
 }

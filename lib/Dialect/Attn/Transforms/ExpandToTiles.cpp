@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include <cmath>
 #include <limits>
 
@@ -75,6 +76,11 @@ struct TileProgramBuilder {
     BarrierOp::create(b, loc);
   }
 
+  bool hasHooks() {
+    return !attention.getScoreMod().empty() || !attention.getMaskMod().empty();
+  }
+  Value modifyScores(Value s, Value j);
+
   void buildBuffers();
   void buildPrologue(Value end);
   ValueRange buildLoop(Value lower, Value upper, ValueRange inits,
@@ -118,6 +124,43 @@ void TileProgramBuilder::buildPrologue(Value end) {
   }
 }
 
+/// Clones hook region `from` into `to`, with each kernel argument the hook
+/// reads replaced by an attn.kernel_arg at the top of the hook: the tile-level
+/// op is isolated from above.
+static void cloneHook(OpBuilder &b, KernelOp kernel, Region &from,
+                      Region &to) {
+  if (from.empty())
+    return;
+  IRMapping mapping;
+  from.cloneInto(&to, mapping);
+  Block &body = to.front();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&body);
+  llvm::SmallDenseMap<Value, Value> replacements;
+  body.walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand.get());
+      if (!arg || arg.getOwner() != &kernel.getBodyBlock())
+        continue;
+      Value &replacement = replacements[arg];
+      if (!replacement)
+        replacement = KernelArgOp::create(
+            b, arg.getLoc(), arg.getType(),
+            arg.getArgNumber() - KernelOp::kNumTensors);
+      operand.set(replacement);
+    }
+  });
+}
+
+/// The hooks applied to the scores of KV tile `j`.
+Value TileProgramBuilder::modifyScores(Value s, Value j) {
+  auto op = ModifyScoresOp::create(b, loc, s.getType(), s, mBlock, j, batch,
+                                   head, seqlenQ, seqlenK, scale);
+  cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
+  cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
+  return op.getResult();
+}
+
 ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
                                          ValueRange inits, bool masked) {
   int64_t stages = config.getStages();
@@ -136,6 +179,10 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
   Value s = MmaQKOp::create(
       b, loc, fragType({config.getTileM(), config.getTileN()}, b.getF32Type()),
       qOperand, ks, j);
+  // The hooks first: a score_mod may map -inf to a finite score (a softcap
+  // does), so the window and the sequence end are applied after it.
+  if (hasHooks())
+    s = modifyScores(s, j);
   if (masked)
     s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
                        windowRight);
@@ -181,11 +228,19 @@ void TileProgramBuilder::build() {
   buildPrologue(bounds.getEnd());
 
   // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.
+  // A score_mod sees scaled scores (attn.modify_scores applies the scale),
+  // so the softmax and the LSE then work on them unscaled.
   scale = SoftmaxScaleOp::create(b, loc, b.getF32Type(),
                                  b.getF32FloatAttr(attention.getScale()));
   Value log2e = arith::ConstantOp::create(
       b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
-  scaleLog2 = arith::MulFOp::create(b, loc, scale, log2e);
+  bool scoresScaled = !attention.getScoreMod().empty();
+  Value softmaxScale =
+      scoresScaled
+          ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f))
+                .getResult()
+          : scale;
+  scaleLog2 = arith::MulFOp::create(b, loc, softmaxScale, log2e);
 
   Type f32 = b.getF32Type();
   FragType rowType = fragType({tileM}, f32);
@@ -213,7 +268,7 @@ void TileProgramBuilder::build() {
   // the epilogue writes bytes they could land in.
   AsyncWaitOp::create(b, loc, 0);
   EpilogueOp::create(b, loc, state[2], state[0], state[1], os, kernel.getO(),
-                     batch, mBlock, head, kernel.getLse(), scale);
+                     batch, mBlock, head, kernel.getLse(), softmaxScale);
 }
 
 LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {
@@ -222,11 +277,6 @@ LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {
     return kernel.emitOpError()
            << "has no attn.attention to expand (already at tile level?)";
   AttentionOp attention = *attentions.begin();
-  if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty())
-    return attention.emitOpError()
-           << "score_mod / mask_mod hooks are parsed and verified, but their "
-              "expansion into the tile program is not implemented yet";
-
   OpBuilder b(attention);
   TileProgramBuilder builder{b, attention.getLoc(), kernel, attention, config};
   builder.build();

@@ -162,13 +162,6 @@ static std::string describe(ConfigAttr config) {
 
 FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
                                          const ConfigOverrides &overrides) {
-  for (AttentionOp attention : kernel.getBodyBlock().getOps<AttentionOp>())
-    if (!attention.getScoreMod().empty() || !attention.getMaskMod().empty())
-      return attention.emitOpError()
-             << "score_mod / mask_mod hooks are parsed and verified, but "
-                "their expansion into the tile program is not implemented "
-                "yet";
-
   SmallVector<ConfigCandidate> candidates = rankConfigs(kernel, overrides);
   if (!candidates.empty() && candidates.front().isFeasible())
     return candidates.front().config;

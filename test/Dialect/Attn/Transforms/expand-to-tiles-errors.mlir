@@ -27,18 +27,3 @@ attn.kernel @sm100 arch(#attn.arch<sm_100>) config(#attn.config<tile_m = 64, til
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }
-
-// -----
-
-!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
-!lse = memref<?x?x?xf32>
-attn.kernel @hooks arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>) {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{score_mod / mask_mod hooks are parsed and verified, but their expansion into the tile program is not implemented yet}}
-  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
-  mask_mod {
-  ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %keep = arith.cmpi sge, %i, %j : index
-    attn.yield %keep : i1
-  }
-}

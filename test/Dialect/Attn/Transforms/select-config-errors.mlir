@@ -22,18 +22,3 @@ attn.kernel @nothing_fits arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }
-
-// -----
-
-// Hooks verify, but the tile program does not implement them yet.
-!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
-!lse = memref<?x?x?xf32>
-attn.kernel @hooks arch(#attn.arch<sm_120>) {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{score_mod / mask_mod hooks are parsed and verified, but their expansion into the tile program is not implemented yet}}
-  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
-  score_mod {
-  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-    attn.yield %s : f32
-  }
-}

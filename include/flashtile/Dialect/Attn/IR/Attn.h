@@ -53,6 +53,16 @@ std::optional<std::string> explainUnsupportedHeadDim(int64_t dim);
 /// Why `name` cannot be a kernel's symbol (its PTX entry name), or nullopt.
 std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
 
+/// True when `op` may appear in a score_mod / mask_mod hook: the arith,
+/// math, memref.load and attn ops the hook lowering emits.
+bool isSupportedHookOp(mlir::Operation *op);
+
+/// Checks the body of hook region `region` of `owner` (named `name` in
+/// errors): supported ops and types only, and no value from outside but the
+/// kernel's extra arguments. Emits the error at the offending op.
+mlir::LogicalResult verifyHookBody(mlir::Operation *owner,
+                                   mlir::Region &region, llvm::StringRef name);
+
 /// The largest window side (keys) and sequence length the kernels take. The
 /// kernel's index arithmetic is 32-bit and adds up to three such values (a
 /// row, the length offset and a window side), so each stays below 2^29.

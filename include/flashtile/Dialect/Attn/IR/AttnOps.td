@@ -154,7 +154,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 }
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["AttentionOp", "KVLoopOp"]>]> {
+    ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -164,6 +164,44 @@ def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
   let arguments = (ins Variadic<AnyType>:$values);
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
   let assemblyFormat = "attr-dict ($values^ `:` qualified(type($values)))?";
+}
+
+//===----------------------------------------------------------------------===//
+// Hooks: what score_mod / mask_mod regions may read besides their arguments
+//===----------------------------------------------------------------------===//
+
+def Attn_SizeOp : Attn_Op<"size", [Pure]> {
+  let summary = "A run-time size of the problem, for hooks";
+  let description = [{
+    One of `batch`, `seqlen_q`, `seqlen_k`, `heads_q`, `heads_kv`: the
+    value of this launch. Hooks use it, e.g. to index a bias table from the
+    end of the key sequence.
+
+    ```mlir
+    %sk = attn.size "seqlen_k" : index
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_KernelArgOp : Attn_Op<"kernel_arg", [Pure]> {
+  let summary = "Extra argument `index` of the enclosing kernel";
+  let description = [{
+    The tile-level form of a hook's reference to a kernel argument after
+    LSE: hook regions at the tile level are isolated from above, so the
+    expansion replaces each use of an extra argument with this op.
+
+    ```mlir
+    %slopes = attn.kernel_arg 0 : memref<?xf32, strided<[?]>>
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$index attr-dict `:` qualified(type($result))";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -372,6 +410,44 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["s", "result"]>]> {
   let assemblyFormat = [{
     $s `,` $m_block `,` $n_block `,` $seqlen_q `,` $seqlen_k attr-dict `:` qualified(type($s))
   }];
+}
+
+def Attn_ModifyScoresOp : Attn_Op<"modify_scores", [
+    Pure, IsolatedFromAbove, AllTypesMatch<["s", "result"]>]> {
+  let summary = "Applies score_mod and mask_mod to one (query tile, KV tile)";
+  let description = [{
+    Each score s of query row `q_idx` (its position in the sequence) and key
+    `kv_idx` becomes `score_mod(scale * s, batch, head, q_idx, kv_idx)` when
+    a `score_mod` region is present (FlexAttention's order: the hook sees
+    the scaled score), and -inf where `mask_mod(batch, head, q_idx, kv_idx)`
+    is false. Without `score_mod` the scores stay unscaled, so the softmax
+    keeps folding the scale into its exponent. Rows at or past seqlen_q and
+    keys at or past seqlen_k are evaluated at the last valid index, so hooks
+    never read past the end of a per-token tensor; `attn.mask` masks those
+    keys.
+
+    The regions are the attention's hooks with every kernel argument they
+    read replaced by `attn.kernel_arg`.
+
+    ```mlir
+    %s1 = attn.modify_scores %s, %m, %j, %b, %h, %sq, %sk, %scale : !attn.frag<128x64xf32>
+      score_mod {
+      ^bb0(%x: f32, %bi: index, %hi: index, %qi: index, %ki: index):
+        attn.yield %x : f32
+      }
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$s, Index:$m_block, Index:$n_block,
+                       Index:$batch, Index:$head, Index:$seqlen_q,
+                       Index:$seqlen_k, F32:$scale);
+  let results = (outs Attn_Frag:$result);
+  let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
+  let assemblyFormat = [{
+    $s `,` $m_block `,` $n_block `,` $batch `,` $head `,` $seqlen_q `,` $seqlen_k `,` $scale
+    attr-dict `:` qualified(type($s))
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,

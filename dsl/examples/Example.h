@@ -1,0 +1,83 @@
+//===- Example.h - The shared command line of the variant examples -*- C++ -*-//
+//
+// Each example in this directory is a C++ program that writes one attention
+// variant with the DSL and prints the kernel-level MLIR it builds. With no
+// arguments it prints the checked-in `<example>.mlir`; the flags make the
+// variants the GPU proof script measures (dtype, head dim, masking).
+//
+//   example [--dtype=f16|bf16] [--head-dim=N] [--causal=0|1] [--name=NAME]
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_DSL_EXAMPLES_EXAMPLE_H
+#define FLASHTILE_DSL_EXAMPLES_EXAMPLE_H
+
+#include "flashtile/Compiler/Compiler.h"
+#include "flashtile/DSL/FlashAttention.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace flashtile::examples {
+
+/// Applies the command line to `spec`; false (after a message) on a bad flag.
+inline bool parseFlags(int argc, char **argv, dsl::AttentionSpec &spec) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      size_t n = std::strlen(flag);
+      return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char *v = value("--dtype=")) {
+      if (std::strcmp(v, "f16") == 0)
+        spec.dtype = dsl::DType::F16;
+      else if (std::strcmp(v, "bf16") == 0)
+        spec.dtype = dsl::DType::BF16;
+      else {
+        llvm::errs() << argv[0] << ": --dtype takes f16 or bf16, got '" << v
+                     << "'\n";
+        return false;
+      }
+    } else if (const char *v = value("--head-dim=")) {
+      spec.headDim = std::atoi(v);
+    } else if (const char *v = value("--causal=")) {
+      spec.causal = std::strcmp(v, "1") == 0;
+    } else if (const char *v = value("--name=")) {
+      spec.name = v;
+    } else {
+      llvm::errs() << argv[0] << ": unknown argument '" << arg
+                   << "'; usage: " << argv[0]
+                   << " [--dtype=f16|bf16] [--head-dim=N] [--causal=0|1] "
+                      "[--name=NAME]\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Builds `spec` after the command line and prints its module; the exit
+/// code of the example.
+inline int printKernel(int argc, char **argv, dsl::AttentionSpec spec) {
+  if (!parseFlags(argc, argv, spec))
+    return 2;
+  mlir::MLIRContext ctx;
+  registerCompilerDialects(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  if (mlir::failed(dsl::buildAttentionKernel(
+          *module, spec, mlir::NameLoc::get(mlir::StringAttr::get(
+                             &ctx, "spec:" + spec.name)))))
+    return 1;
+  module->print(llvm::outs());
+  llvm::outs() << "\n";
+  return 0;
+}
+
+} // namespace flashtile::examples
+
+#endif // FLASHTILE_DSL_EXAMPLES_EXAMPLE_H

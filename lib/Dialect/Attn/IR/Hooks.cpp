@@ -1,0 +1,99 @@
+//===- Hooks.cpp - What a score_mod / mask_mod region may contain ---------===//
+//
+// The hook contract, checked where hooks enter (the verifiers of
+// attn.attention and attn.modify_scores), so that no lowering sees a hook it
+// cannot emit. The lowering (HookLowering.cpp) emits exactly these ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+bool attn::isSupportedHookOp(Operation *op) {
+  return isa<
+      // Integer and index arithmetic.
+      arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+      arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+      arith::FloorDivSIOp, arith::CeilDivSIOp, arith::MaxSIOp, arith::MinSIOp,
+      arith::MaxUIOp, arith::MinUIOp, arith::AndIOp, arith::OrIOp,
+      arith::XOrIOp, arith::ShLIOp, arith::ShRSIOp, arith::ShRUIOp,
+      arith::CmpIOp, arith::SelectOp,
+      // Floating point.
+      arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+      arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+      arith::MinNumFOp, arith::CmpFOp,
+      // Conversions.
+      arith::IndexCastOp, arith::IndexCastUIOp, arith::SIToFPOp,
+      arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp, arith::ExtFOp,
+      arith::TruncFOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+      // Math.
+      math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+      math::SqrtOp, math::RsqrtOp, math::AbsFOp, math::AbsIOp, math::PowFOp,
+      math::ErfOp, math::FmaOp, math::FloorOp, math::CeilOp, math::SinOp,
+      math::CosOp,
+      // Reads.
+      memref::LoadOp, SizeOp, KernelArgOp, YieldOp>(op);
+}
+
+/// Types a hook value may have: index, integers up to 64 bits, f16, bf16,
+/// f32, and (for reads) the kernel's extra tensors.
+static bool isHookValueType(Type type) {
+  if (type.isIndex() || type.isF16() || type.isBF16() || type.isF32())
+    return true;
+  if (auto integer = dyn_cast<IntegerType>(type))
+    return integer.getWidth() <= 64;
+  return isa<MemRefType>(type);
+}
+
+/// True when `value` is an extra argument (after LSE) of `kernel`.
+static bool isExtraArg(KernelOp kernel, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  return arg && arg.getOwner() == &kernel.getBodyBlock() &&
+         arg.getArgNumber() >= KernelOp::kNumTensors;
+}
+
+LogicalResult attn::verifyHookBody(Operation *owner, Region &region,
+                                   StringRef name) {
+  if (region.empty())
+    return success();
+  auto kernel = owner->getParentOfType<KernelOp>();
+  for (Operation &op : region.front()) {
+    if (!isSupportedHookOp(&op))
+      return op.emitOpError()
+             << "is not supported in a " << name
+             << " hook: hooks are scalar functions of arith, math (tanh, "
+                "exp, exp2, log, log2, sqrt, rsqrt, absf, absi, powf, erf, "
+                "fma, floor, ceil, sin, cos), memref.load from the kernel's "
+                "extra tensors, and attn.size";
+    for (Type type : op.getResultTypes())
+      if (!isHookValueType(type))
+        return op.emitOpError() << "result type " << type << " is not "
+                                << "supported in a " << name
+                                << " hook (index, i1..i64, f16, bf16, f32)";
+    for (Value operand : op.getOperands()) {
+      if (region.isAncestor(operand.getParentRegion()))
+        continue;
+      // A value from outside the hook: only the kernel's extra arguments.
+      if (!kernel || !isExtraArg(kernel, operand))
+        return op.emitOpError()
+               << "uses a value defined outside the " << name
+               << " hook; hooks may read only their own arguments and the "
+                  "kernel's extra arguments (after LSE)";
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      Value memref = load.getMemRef();
+      if (!memref.getDefiningOp<KernelArgOp>() &&
+          !(kernel && isExtraArg(kernel, memref)))
+        return op.emitOpError()
+               << "reads a memref that is not one of the kernel's extra "
+                  "tensor arguments; hooks may load only from those";
+    }
+  }
+  return success();
+}
