@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstdint>
 #include <random>
 #include <sstream>
@@ -218,5 +219,83 @@ TEST(KVBoundsTest, MatchesBruteForceRandom) {
     int64_t right = coin(rng);
     tiling.windowRight = right == 0 ? -1 : right == 1 ? 0 : side(rng);
     checkCase({seqlen(rng), seqlen(rng), tiling});
+  }
+}
+
+/// computeKeyRangeTiles and intersectTileRanges (attn.key_range) against
+/// brute force, for masks with a monotone key interval: prefix-LM
+/// (k <= max(q, P - 1)), chunked (q / C == k / C), a band, each alone and
+/// intersected with causal. Tiles outside [begin, end) keep no key; tiles in
+/// [unmaskedBegin, unmaskedEnd) are kept whole (and visible whole) by every
+/// valid row.
+TEST(KVBoundsTest, KeyRangeMatchesBruteForce) {
+  HostI32 a;
+  const int64_t kUnbounded = int64_t(1) << 30;
+  struct Mask {
+    const char *name;
+    std::function<std::pair<int64_t, int64_t>(int64_t)> interval;
+  };
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> seqlen(1, 300), param(1, 200),
+      shape(0, kTileShapes.size() - 1), coin(0, 1);
+  for (int n = 0; n < 3000; ++n) {
+    int64_t sq = seqlen(rng), sk = seqlen(rng), p = param(rng);
+    KVTiling tiling = kTileShapes[shape(rng)];
+    bool causal = coin(rng);
+    tiling.windowLeft = -1;
+    tiling.windowRight = causal ? 0 : -1;
+    Mask masks[] = {
+        {"prefix_lm",
+         [&](int64_t q) {
+           return std::make_pair(-kUnbounded, std::max(q, p - 1));
+         }},
+        {"chunked",
+         [&](int64_t q) {
+           return std::make_pair(q / p * p, q / p * p + p - 1);
+         }},
+        {"band", [&](int64_t q) { return std::make_pair(q - p, q + p / 2); }},
+    };
+    for (const Mask &mask : masks) {
+      Case c{sq, sk, tiling};
+      std::string what = c.str() + " mask=" + mask.name + " p=" +
+                         std::to_string(p);
+      int64_t tiles = (sk + tiling.tileN - 1) / tiling.tileN;
+      int64_t mBlocks = (sq + tiling.tileM - 1) / tiling.tileM;
+      for (int64_t m = 0; m < mBlocks; ++m) {
+        int64_t first = m * tiling.tileM;
+        int64_t last = std::min(first + tiling.tileM, sq) - 1;
+        auto [lo0, hi0] = mask.interval(first);
+        auto [lo1, hi1] = mask.interval(last);
+        KVTileRange<int64_t> window =
+            computeKVTileRange(a, m, sq, sk, tiling);
+        KVTileRange<int64_t> keys = computeKeyRangeTiles(
+            a, lo0, hi0, lo1, hi1, sk, tiling.tileN, /*exact=*/true);
+        KVTileRange<int64_t> r = intersectTileRanges(a, window, keys);
+        ASSERT_LE(r.begin, r.unmaskedBegin) << what;
+        ASSERT_LE(r.unmaskedBegin, r.unmaskedEnd) << what;
+        ASSERT_LE(r.unmaskedEnd, r.end) << what;
+        for (int64_t t = 0; t < tiles; ++t) {
+          bool any = false, all = true;
+          for (int64_t i = first; i <= last; ++i) {
+            auto [lo, hi] = mask.interval(i);
+            for (int64_t j = t * tiling.tileN; j < (t + 1) * tiling.tileN;
+                 ++j) {
+              bool kept = j < sk && isVisible(c, i, j) && lo <= j && j <= hi;
+              any |= kept;
+              all &= kept;
+            }
+          }
+          bool inRange = r.begin <= t && t < r.end;
+          bool unmasked = r.unmaskedBegin <= t && t < r.unmaskedEnd;
+          EXPECT_TRUE(!any || inRange)
+              << what << " m=" << m << ": tile " << t
+              << " keeps keys but lies outside [" << r.begin << ", "
+              << r.end << ")";
+          EXPECT_TRUE(!unmasked || all)
+              << what << " m=" << m << ": tile " << t
+              << " runs unmasked but is not kept whole";
+        }
+      }
+    }
   }
 }

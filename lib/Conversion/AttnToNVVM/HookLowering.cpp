@@ -42,8 +42,12 @@ class HookEmitter {
 public:
   HookEmitter(Emitter &e, Operation *anchor) : e(e), anchor(anchor) {}
 
-  /// The value `hook` yields when its block arguments are `args`.
-  Value emit(Region &hook, ValueRange args);
+  /// The values `hook` yields when its block arguments are `args`.
+  SmallVector<Value> emitAll(Region &hook, ValueRange args);
+  /// The one value a score_mod / mask_mod yields.
+  Value emit(Region &hook, ValueRange args) {
+    return emitAll(hook, args).front();
+  }
 
 private:
   Value emitOp(Operation &op);
@@ -79,7 +83,7 @@ private:
 
 } // namespace
 
-Value HookEmitter::emit(Region &hook, ValueRange args) {
+SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args) {
   values.clear();
   tensors.clear();
   Block &body = hook.front();
@@ -87,7 +91,8 @@ Value HookEmitter::emit(Region &hook, ValueRange args) {
     values[arg] = value;
   for (Operation &op : body) {
     if (auto yield = dyn_cast<YieldOp>(op))
-      return values.lookup(yield.getValues()[0]);
+      return llvm::map_to_vector(yield.getValues(),
+                                 [&](Value v) { return values.lookup(v); });
     if (auto arg = dyn_cast<KernelArgOp>(op)) {
       int64_t param = getExtraArgParam(anchor, arg.getIndex());
       if (isa<MemRefType>(arg.getType()))
@@ -420,9 +425,41 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
   }
 };
 
+/// The tile range of attn.kv_bounds refined by the mask's key interval,
+/// evaluated at the query tile's first and last valid rows (the interval is
+/// monotone in the row); the arithmetic is KVBounds.h's.
+struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(KeyRangeOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Emitter &e = ctx.e;
+    int64_t tileM = op.getTileM(), tileN = op.getTileN();
+    Value first = e.mul(adaptor.getMBlock(), tileM);
+    Value last = e.smin(e.add(first, tileM - 1),
+                        e.sub(adaptor.getSeqlenQ(), e.i32(1)));
+    HookEmitter hooks(e, op);
+    Value batch = adaptor.getBatch(), head = adaptor.getHead();
+    SmallVector<Value> at0 = hooks.emitAll(op.getBody(), {batch, head, first});
+    SmallVector<Value> at1 = hooks.emitAll(op.getBody(), {batch, head, last});
+    KVTileRange<Value> mask = computeKeyRangeTiles(
+        e, at0[0], at0[1], at1[0], at1[1], adaptor.getSeqlenK(), tileN,
+        op.getExact());
+    KVTileRange<Value> within{adaptor.getWithinBegin(),
+                              adaptor.getWithinUnmaskedBegin(),
+                              adaptor.getWithinUnmaskedEnd(),
+                              adaptor.getWithinEnd()};
+    KVTileRange<Value> range = intersectTileRanges(e, within, mask);
+    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
+                            range.unmaskedEnd, range.end});
+    return success();
+  }
+};
+
 } // namespace
 
 void lowering::populateHookPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
-  patterns.add<ModifyScoresLowering>(converter);
+  patterns.add<ModifyScoresLowering, KeyRangeLowering>(converter);
 }

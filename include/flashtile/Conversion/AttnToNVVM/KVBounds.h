@@ -121,6 +121,50 @@ KVTileRange<V> computeKVTileRange(A &a, V mBlock, V seqlenQ, V seqlenK,
 
 /// The keys one query row may see: lowest <= j < limit, where `lowest` only
 /// applies when hasLowest (windowLeft >= 0).
+/// The KV tiles a mask_mod allows a query tile, from the key interval
+/// [lo(q), hi(q)] of its first row (lo0, hi0) and its last row (lo1, hi1),
+/// lo and hi monotone in q (attn.key_range). Keys any row keeps lie in
+/// [min(lo0, lo1), max(hi0, hi1)]; when the interval is exact, keys every
+/// row keeps are [max(lo0, lo1), min(hi0, hi1)], and the tiles wholly inside
+/// that (and before seqlen_k) need no per-element mask. Inexact intervals
+/// have no such tiles: unmaskedBegin = unmaskedEnd = end. Sides may be the
+/// sentinels +-attn::kKeyRangeUnbounded (Attn.h).
+
+template <typename A, typename V>
+KVTileRange<V> computeKeyRangeTiles(A &a, V lo0, V hi0, V lo1, V hi1,
+                                    V seqlenK, int64_t tileN, bool exact) {
+  V zero = a.i32(0);
+  V lastKey = a.sub(seqlenK, a.i32(1));
+  V anyLo = a.smax(zero, a.smin(lo0, lo1));
+  V anyHi = a.smin(lastKey, a.smax(hi0, hi1));
+  V begin = floorDiv(a, anyLo, tileN);
+  // The tile after the last key any row keeps; no tile when anyHi < anyLo.
+  V end = a.smax(begin, a.add(floorDiv(a, anyHi, tileN), 1));
+  end = a.select(a.slt(anyHi, anyLo), begin, end);
+  if (!exact)
+    return {begin, end, end, end};
+  V allLo = a.smax(zero, a.smax(lo0, lo1));
+  V allEnd = a.add(a.smin(hi0, hi1), 1); // one past the last key all keep
+  V fullBegin = a.smin(end, a.smax(begin, ceilDiv(a, allLo, tileN)));
+  V fullEnd = floorDiv(a, a.smin(allEnd, seqlenK), tileN);
+  fullEnd = a.smax(fullBegin, a.smin(end, fullEnd));
+  return {begin, fullBegin, fullEnd, end};
+}
+
+/// The tiles both `x` and `y` allow: visible where both are, unmasked where
+/// both are unmasked; keeps begin <= unmaskedBegin <= unmaskedEnd <= end.
+template <typename A, typename V>
+KVTileRange<V> intersectTileRanges(A &a, const KVTileRange<V> &x,
+                                   const KVTileRange<V> &y) {
+  V begin = a.smax(x.begin, y.begin);
+  V end = a.smax(begin, a.smin(x.end, y.end));
+  V unmaskedBegin =
+      a.smin(end, a.smax(begin, a.smax(x.unmaskedBegin, y.unmaskedBegin)));
+  V unmaskedEnd = a.smax(unmaskedBegin,
+                         a.smin(end, a.smin(x.unmaskedEnd, y.unmaskedEnd)));
+  return {begin, unmaskedBegin, unmaskedEnd, end};
+}
+
 template <typename V> struct KeyWindow {
   V lowest, limit;
   bool hasLowest;

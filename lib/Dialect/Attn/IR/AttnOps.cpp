@@ -341,6 +341,23 @@ LogicalResult KernelArgOp::verify() {
   return success();
 }
 
+LogicalResult KeyRangeOp::verify() {
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  Block &block = getBody().front();
+  if (block.getArgumentTypes() != TypeRange{index, index, index})
+    return emitOpError() << "region must take (index, index, index): batch, "
+                            "head, q_idx";
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield || yield.getValues().size() != 2 ||
+      !yield.getValues()[0].getType().isIndex() ||
+      !yield.getValues()[1].getType().isIndex())
+    return emitOpError() << "region must yield (lo, hi) as two indices";
+  if (getTileM() <= 0 || getTileN() <= 0)
+    return emitOpError() << "tile sizes must be positive";
+  return verifyHookBody(*this, getBody(), "key_range");
+}
+
 LogicalResult ModifyScoresOp::verify() {
   auto s = cast<FragType>(getS().getType());
   if (s.getRank() != 2 || !s.getElementType().isF32())

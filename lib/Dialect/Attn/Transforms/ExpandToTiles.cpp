@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
+#include "flashtile/Dialect/Attn/Transforms/MaskAnalysis.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,6 +28,11 @@ using namespace flashtile;
 using namespace flashtile::attn;
 
 namespace {
+
+/// The KV-tile range of one query tile (attn.kv_bounds' results).
+struct KVTileRangeValues {
+  Value begin, unmaskedBegin, unmaskedEnd, end;
+};
 
 /// The values every part of the tile program refers to.
 struct TileProgramBuilder {
@@ -76,10 +82,14 @@ struct TileProgramBuilder {
     BarrierOp::create(b, loc);
   }
 
-  bool hasHooks() {
-    return !attention.getScoreMod().empty() || !attention.getMaskMod().empty();
-  }
-  Value modifyScores(Value s, Value j);
+  bool hasScoreMod() { return !attention.getScoreMod().empty(); }
+  bool hasMaskMod() { return !attention.getMaskMod().empty(); }
+  /// The hooks on the scores of KV tile `j`; the mask_mod only when
+  /// `withMaskMod`.
+  Value modifyScores(Value s, Value j, bool withMaskMod);
+  /// Whether the tiles attn.kv_bounds (refined by attn.key_range) calls
+  /// unmasked still need the mask_mod: unless the mask's interval is exact.
+  bool unmaskedNeedsMaskMod = true;
 
   void buildBuffers();
   void buildPrologue(Value end);
@@ -152,12 +162,14 @@ static void cloneHook(OpBuilder &b, KernelOp kernel, Region &from,
   });
 }
 
-/// The hooks applied to the scores of KV tile `j`.
-Value TileProgramBuilder::modifyScores(Value s, Value j) {
+Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
+  if (!hasScoreMod() && !(withMaskMod && hasMaskMod()))
+    return s;
   auto op = ModifyScoresOp::create(b, loc, s.getType(), s, mBlock, j, batch,
                                    head, seqlenQ, seqlenK, scale);
   cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
-  cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
+  if (withMaskMod)
+    cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
   return op.getResult();
 }
 
@@ -181,8 +193,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
       qOperand, ks, j);
   // The hooks first: a score_mod may map -inf to a finite score (a softcap
   // does), so the window and the sequence end are applied after it.
-  if (hasHooks())
-    s = modifyScores(s, j);
+  s = modifyScores(s, j, /*withMaskMod=*/masked || unmaskedNeedsMaskMod);
   if (masked)
     s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
                        windowRight);
@@ -225,7 +236,30 @@ void TileProgramBuilder::build() {
       b, loc, idx, idx, idx, idx, mBlock, seqlenQ, seqlenK, tileM, config.getTileN(), windowLeft,
       windowRight);
 
-  buildPrologue(bounds.getEnd());
+  KVTileRangeValues range{bounds.getBegin(), bounds.getUnmaskedBegin(),
+                          bounds.getUnmaskedEnd(), bounds.getEnd()};
+  // A mask_mod with a key interval skips the tiles it masks whole and runs
+  // the ones it keeps whole without itself.
+  bool maskBounded = false;
+  if (hasMaskMod()) {
+    auto keyRange = KeyRangeOp::create(
+        b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
+        range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
+        tileM, config.getTileN(), /*exact=*/false);
+    FailureOr<bool> exact =
+        buildKeyRange(kernel, attention.getMaskMod(), keyRange.getBody());
+    if (failed(exact)) {
+      keyRange.erase();
+    } else {
+      keyRange.setExact(*exact);
+      range = {keyRange.getBegin(), keyRange.getUnmaskedBegin(),
+               keyRange.getUnmaskedEnd(), keyRange.getEnd()};
+      maskBounded = true;
+      unmaskedNeedsMaskMod = !*exact;
+    }
+  }
+
+  buildPrologue(range.end);
 
   // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.
   // A score_mod sees scaled scores (attn.modify_scores applies the scale),
@@ -254,14 +288,12 @@ void TileProgramBuilder::build() {
 
   // The tiles at the end of the row (causal diagonal, the partial last tile)
   // first, then the unmasked middle, then the left edge of a local window.
-  state = llvm::to_vector(buildLoop(bounds.getUnmaskedEnd(), bounds.getEnd(),
-                                    state, /*masked=*/true));
-  state = llvm::to_vector(buildLoop(bounds.getUnmaskedBegin(),
-                                    bounds.getUnmaskedEnd(), state,
-                                    /*masked=*/false));
-  if (windowLeft >= 0)
-    state = llvm::to_vector(buildLoop(bounds.getBegin(),
-                                      bounds.getUnmaskedBegin(), state,
+  state = llvm::to_vector(
+      buildLoop(range.unmaskedEnd, range.end, state, /*masked=*/true));
+  state = llvm::to_vector(buildLoop(range.unmaskedBegin, range.unmaskedEnd,
+                                    state, /*masked=*/false));
+  if (windowLeft >= 0 || maskBounded)
+    state = llvm::to_vector(buildLoop(range.begin, range.unmaskedBegin, state,
                                       /*masked=*/true));
 
   // Prefetches past the last step may still be in flight; drain them before

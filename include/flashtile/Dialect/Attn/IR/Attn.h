@@ -68,6 +68,11 @@ mlir::LogicalResult verifyHookBody(mlir::Operation *owner,
 /// row, the length offset and a window side), so each stays below 2^29.
 constexpr int64_t kMaxSequenceExtent = (int64_t(1) << 29) - 1;
 
+/// An unbounded side of an attn.key_range interval: -2^30 or 2^30, beyond
+/// any key, and small enough that a tile computation adding a sequence
+/// extent to it stays in 32 bits.
+constexpr int64_t kKeyRangeUnbounded = int64_t(1) << 30;
+
 } // namespace flashtile::attn
 
 #endif // FLASHTILE_DIALECT_ATTN_IR_ATTN_H

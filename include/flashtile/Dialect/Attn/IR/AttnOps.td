@@ -154,7 +154,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 }
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp"]>]> {
+    ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -246,6 +246,47 @@ def Attn_KVBoundsOp : Attn_Op<"kv_bounds", [Pure]> {
   let results = (outs Index:$begin, Index:$unmasked_begin,
                       Index:$unmasked_end, Index:$end);
   let assemblyFormat = "$m_block `,` $seqlen_q `,` $seqlen_k attr-dict";
+}
+
+def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
+  let summary = "The KV tiles a mask_mod allows one query tile";
+  let description = [{
+    Block sparsity from a mask known at compile time. The region computes,
+    for query row `q_idx` of batch `batch` and query head `head`, an interval
+    `[lo, hi]` of keys, monotone in q_idx, that holds every key the
+    attention's mask_mod keeps for that row; with `exact`, the mask_mod keeps
+    exactly those keys. Sides may be +-2^30 (unbounded). The expansion
+    derives the region from the mask_mod (MaskAnalysis.cpp).
+
+    The results refine the tile range of `attn.kv_bounds` (the `within`
+    operands) by the mask: tiles outside `[begin, end)` hold no key any row
+    keeps and are never loaded; tiles in `[unmasked_begin, unmasked_end)` are
+    seen whole by every row and kept whole by the mask, so they run without
+    any mask (that range is empty unless `exact`).
+
+    ```mlir
+    %b, %ub, %ue, %e = attn.key_range %m, %batch, %head, %sq, %sk
+        within %b0, %ub0, %ue0, %e0 {tile_m = 128, tile_n = 64, exact} {
+    ^bb0(%bi: index, %hi: index, %qi: index):
+      ...
+      attn.yield %lo, %hi : index, index
+    }
+    ```
+  }];
+  let arguments = (ins Index:$m_block, Index:$batch, Index:$head,
+                       Index:$seqlen_q, Index:$seqlen_k,
+                       Index:$within_begin, Index:$within_unmasked_begin,
+                       Index:$within_unmasked_end, Index:$within_end,
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$exact);
+  let results = (outs Index:$begin, Index:$unmasked_begin,
+                      Index:$unmasked_end, Index:$end);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $m_block `,` $batch `,` $head `,` $seqlen_q `,` $seqlen_k `within`
+    $within_begin `,` $within_unmasked_begin `,` $within_unmasked_end `,` $within_end
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_SoftmaxScaleOp : Attn_Op<"softmax_scale", [Pure]> {
