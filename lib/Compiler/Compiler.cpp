@@ -159,6 +159,24 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   p.isa = isa.name.str();
   p.codePath = stringifyCodePath(arch.codePath).str();
   describeKernelArguments(kernel, p);
+  // A run-time block mask: its kernel runs first and fills the workspace
+  // the attention kernel reads. Both take the same parameters.
+  if (BlockRangesOp ranges = getBlockRanges(kernel)) {
+    plan::Kernel mask;
+    mask.symbol = p.name + kBlockRangesKernelSuffix;
+    mask.cubin = cubinFile.str();
+    mask.block[0] = kBlockRangesThreads;
+    std::array<plan::Expr, 3> grid = getBlockRangesGrid(ranges);
+    for (int i = 0; i < 3; ++i)
+      mask.grid[i] = grid[i];
+    mask.params = getKernelParams(kernel);
+    CubinResult::EntryResources used = getEntryResources(cubin, mask.symbol);
+    mask.registers = used.registers;
+    mask.spillStores = used.spillStores;
+    mask.spillLoads = used.spillLoads;
+    p.kernels.push_back(std::move(mask));
+    p.workspaces.push_back({kBlockRangesWorkspace, getBlockRangesBytes(ranges)});
+  }
   plan::Kernel k;
   k.symbol = p.name;
   k.cubin = cubinFile.str();
@@ -168,9 +186,10 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   for (int i = 0; i < 3; ++i)
     k.grid[i] = grid[i];
   k.params = getKernelParams(kernel);
-  k.registers = cubin.registers;
-  k.spillStores = cubin.spillStores;
-  k.spillLoads = cubin.spillLoads;
+  CubinResult::EntryResources used = getEntryResources(cubin, k.symbol);
+  k.registers = used.registers;
+  k.spillStores = used.spillStores;
+  k.spillLoads = used.spillLoads;
   p.kernels.push_back(std::move(k));
   p.infoJson = getInfoJson(kernel);
   return p;
@@ -228,6 +247,12 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
     return failure();
   result.cubin = std::move(*cubin);
   KernelOp tile = result.getTileKernel();
+  // The attention kernel's own figures, in a cubin with a block-mask kernel.
+  CubinResult::EntryResources used =
+      getEntryResources(*result.cubin, tile.getSymName());
+  result.cubin->registers = used.registers;
+  result.cubin->spillStores = used.spillStores;
+  result.cubin->spillLoads = used.spillLoads;
   if (result.cubin->registers)
     result.occupancy = computeOccupancy(
         *result.arch, tile.getConfigAttr().getWarps(),

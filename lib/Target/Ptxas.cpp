@@ -56,6 +56,21 @@ static std::optional<int64_t> scan(StringRef log, StringRef pattern) {
   return value;
 }
 
+CubinResult::EntryResources
+flashtile::getEntryResources(const CubinResult &cubin, StringRef symbol) {
+  // ptxas -v reports each entry after "Compiling entry function 'NAME'".
+  std::string marker = ("Compiling entry function '" + symbol + "'").str();
+  StringRef log = cubin.log;
+  size_t start = log.find(marker);
+  if (start == StringRef::npos)
+    return {cubin.registers, cubin.spillStores, cubin.spillLoads};
+  StringRef section = log.substr(start + marker.size());
+  section = section.substr(0, section.find("Compiling entry function '"));
+  return {scan(section, "Used ([0-9]+) registers"),
+          scan(section, "([0-9]+) bytes spill stores"),
+          scan(section, "([0-9]+) bytes spill loads")};
+}
+
 /// ELF64 header fields a CUDA cubin is checked by (the System V ABI's
 /// layout; NVIDIA's ELF keeps the SM number in e_flags: bits 0-7 up to ELF
 /// ABI version 7, bits 8-15 from version 8, which CUDA 12.8+ writes).

@@ -3,11 +3,12 @@
 # the SM120 configuration built for the sm_90 ISA (so that it runs on an
 # H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
 # the folder given (default: .gpu/kernels), and a summary of registers and
-# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep]
+# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep|variants]
+# (variants: only what tools/gpu/check_variants.py runs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/.gpu/kernels}"
-mode="${2:-full}" # full | quick | sweep
+mode="${2:-full}" # full | quick | sweep | variants
 compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
 mkdir -p "$out"
 rm -f "$out"/*.cubin "$out"/*.json
@@ -35,6 +36,12 @@ if [ "$mode" = sweep ]; then
   done
   exit 0
 fi
+[ "$mode" = variants ] && dims=""
+[ "$mode" = variants ] && for mask in full causal; do
+  flags=(--dtype=bf16 --head-dim=128)
+  [ $mask = causal ] && flags+=(--causal)
+  build "sm120cfg_bf16_d128_${mask}" --arch=sm_120 --isa=sm_90 "${flags[@]}"
+done
 for dtype in f16 bf16; do
   for d in $dims; do
     for mask in full causal; do
@@ -46,6 +53,7 @@ for dtype in f16 bf16; do
   done
 done
 # Sliding windows (left 256, right 0 and left 100, right 50).
+[ "$mode" = variants ] || {
 build sm120cfg_bf16_d128_window256_0 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
   --head-dim=128 --window=256,0
 build sm120cfg_f16_d64_window100_50 --arch=sm_120 --isa=sm_90 --dtype=f16 \
@@ -67,6 +75,7 @@ build sm120cfg_f16_d128_128x128_smemq --arch=sm_120 --isa=sm_90 --dtype=f16 \
 build sm120cfg_bf16_d256_128x64_qreuse --arch=sm_120 --isa=sm_90 \
   --dtype=bf16 --head-dim=256 --causal --tile-m=128 --tile-n=64 --stages=1 \
   --warps=8 --q-in-regs=true
+}
 
 # The variant examples (dsl/examples), SM120 configuration, bf16 and f16,
 # with the causalities tools/gpu/check_variants.py runs; and the built-in
@@ -102,7 +111,7 @@ rows = []
 for p in sorted(pathlib.Path(sys.argv[1]).glob("*.plan.json")):
     m = json.loads(p.read_text())
     c = m["info"]["config"]
-    k = m["kernels"][0]
+    k = m["kernels"][-1]
     rows.append(f'{m["name"]:34} {c["tile_m"]:>4}x{c["tile_n"]:<4} st{c["stages"]} w{c["warps"]} '
                 f'qreg={int(c["q_in_regs"])} smem={k["dynamic_smem_bytes"]:>6} '
                 f'regs={k["registers"]} spill={k["spill_stores"]}/{k["spill_loads"]}')

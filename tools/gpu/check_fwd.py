@@ -53,7 +53,7 @@ class KernelInfo:
     def __init__(self, kernel):
         info = kernel.info
         args = {a["name"]: a for a in kernel.arguments}
-        first = kernel.kernels[0]
+        first = kernel.kernels[-1]  # the attention kernel runs last
         self.kernel = kernel.name
         self.dtype = info.get("dtype", args["q"]["dtype"])
         self.head_dim = info.get("head_dim", args["q"]["shape"][3])

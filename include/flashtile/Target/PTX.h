@@ -29,8 +29,18 @@ struct CubinResult {
   std::string cubin;
   /// ptxas -v output.
   std::string log;
+  /// Of the first entry ptxas reports (the only one of most cubins).
   std::optional<int64_t> registers, spillStores, spillLoads, stackBytes;
+
+  struct EntryResources {
+    std::optional<int64_t> registers, spillStores, spillLoads;
+  };
 };
+
+/// What ptxas reported for entry `symbol` of `cubin` (a cubin with several
+/// kernels); the first entry's figures when the log does not name it.
+CubinResult::EntryResources getEntryResources(const CubinResult &cubin,
+                                              llvm::StringRef symbol);
 
 /// Locates ptxas: `explicitPath` when given, else $CUDA_HOME/bin/ptxas, else
 /// /usr/local/cuda/bin/ptxas, else ptxas on PATH. Fails with an error at

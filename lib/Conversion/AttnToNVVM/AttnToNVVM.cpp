@@ -81,6 +81,9 @@ struct ConvertAttnToNVVMPass
          llvm::make_early_inc_range(module.getOps<KernelOp>())) {
       if (failed(checkLowerable(kernel)))
         return signalPassFailure();
+      if (getBlockRanges(kernel) &&
+          failed(lowering::buildBlockRangesKernel(kernel)))
+        return signalPassFailure();
       LowerToLLVMOptions options(ctx);
       options.overrideIndexBitwidth(32);
       LLVMTypeConverter converter(ctx, options);

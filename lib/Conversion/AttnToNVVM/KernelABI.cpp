@@ -85,7 +85,34 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
                                            : ParamType::I64;
     params.push_back(param(name, ptype, K::Scalar, name));
   }
+  if (getBlockRanges(kernel))
+    params.push_back(param(kBlockRangesWorkspace, ParamType::Ptr,
+                           K::Workspace, kBlockRangesWorkspace));
   return params;
+}
+
+BlockRangesOp flashtile::getBlockRanges(KernelOp kernel) {
+  auto ops = kernel.getBodyBlock().getOps<BlockRangesOp>();
+  return ops.empty() ? BlockRangesOp() : *ops.begin();
+}
+
+std::array<Expr, 3> flashtile::getBlockRangesGrid(BlockRangesOp op) {
+  std::array<Expr, 3> grid;
+  grid[kGridAxisMBlock] = Expr::ceilDiv(Expr::named("seqlen_q"),
+                                        Expr::constant(op.getTileM()));
+  grid[kGridAxisHead] =
+      op.getPerHead() ? Expr::named("heads_q") : Expr::constant(1);
+  grid[kGridAxisBatch] = Expr::named("batch");
+  return grid;
+}
+
+Expr flashtile::getBlockRangesBytes(BlockRangesOp op) {
+  using Op = Expr::Op;
+  std::array<Expr, 3> grid = getBlockRangesGrid(op);
+  Expr entries = Expr::apply(
+      Op::Mul, {grid[0], Expr::apply(Op::Mul, {grid[1], grid[2]})});
+  return Expr::apply(Op::Mul,
+                     {entries, Expr::constant(kBlockRangesFields * 4)});
 }
 
 std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {

@@ -119,6 +119,9 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next += 2 * rank;
       tensors.push_back(desc);
     }
+    // The block mask's workspace is read by attn.block_ranges.
+    if (getBlockRanges(op))
+      ++next;
     assert(next == abi.size() && "every parameter is consumed");
     func->setAttr(kExtraParamsAttrName,
                   rewriter.getDenseI64ArrayAttr(extraParams));

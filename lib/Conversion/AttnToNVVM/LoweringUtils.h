@@ -322,4 +322,7 @@ void populateEpiloguePatterns(mlir::LLVMTypeConverter &converter,
                               mlir::RewritePatternSet &patterns);
 void populateHookPatterns(mlir::LLVMTypeConverter &converter,
                           mlir::RewritePatternSet &patterns);
+/// Adds the block-mask kernel of `kernel` (which has an attn.block_ranges)
+/// to its module, before it as an llvm.func (KernelABI.h).
+mlir::LogicalResult buildBlockRangesKernel(attn::KernelOp kernel);
 } // namespace flashtile::attn::lowering

@@ -16,6 +16,12 @@
 // (elements) per dimension, as i64; extra scalars pass their value. They
 // follow the softmax scale, in the kernel's order.
 //
+// A kernel with a run-time block mask (attn.block_ranges) takes one more
+// parameter last, the pointer of the `kv_ranges` workspace, and its plan
+// runs the block-mask kernel `<name>_kv_ranges` first: same parameters,
+// grid (ceil(seqlen_q / tile_m), heads_q or 1, batch), kBlockRangesThreads
+// threads. The workspace holds 4 i32 per (batch, head or 0, query tile).
+//
 // A parameter derived from an argument is named "<argument>.<what>"
 // ("q.stride_batch", "slopes.size0"): argument names are identifiers, so
 // they can never collide with a derived name.
@@ -72,6 +78,19 @@ std::array<plan::Expr, 3> getKernelGrid(attn::KernelOp kernel);
 
 /// Fills `plan`'s arguments, sizes and checks from `kernel`.
 void describeKernelArguments(attn::KernelOp kernel, plan::LaunchPlan &plan);
+
+/// The run-time block mask of a tile-level kernel, if it has one.
+attn::BlockRangesOp getBlockRanges(attn::KernelOp kernel);
+/// The workspace of the block mask, its kernel's suffix and block size.
+inline constexpr const char *kBlockRangesWorkspace = "kv_ranges";
+inline constexpr const char *kBlockRangesKernelSuffix = "_kv_ranges";
+inline constexpr int64_t kBlockRangesThreads = 128;
+/// i32 entries per (batch, head, query tile): begin, unmasked begin,
+/// unmasked end, end.
+inline constexpr int64_t kBlockRangesFields = 4;
+/// The block-mask kernel's grid and the workspace's size in bytes.
+std::array<plan::Expr, 3> getBlockRangesGrid(attn::BlockRangesOp op);
+plan::Expr getBlockRangesBytes(attn::BlockRangesOp op);
 
 } // namespace flashtile
 

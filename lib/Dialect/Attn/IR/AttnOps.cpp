@@ -358,6 +358,17 @@ LogicalResult KeyRangeOp::verify() {
   return verifyHookBody(*this, getBody(), "key_range");
 }
 
+LogicalResult BlockRangesOp::verify() {
+  Builder b(getContext());
+  Type index = b.getIndexType();
+  if (getTileM() <= 0 || getTileN() <= 0)
+    return emitOpError() << "tile sizes must be positive";
+  if (failed(verifyHook(*this, getMaskMod(), "mask_mod",
+                        {index, index, index, index}, b.getI1Type())))
+    return failure();
+  return verifyHookBody(*this, getMaskMod(), "mask_mod");
+}
+
 LogicalResult ModifyScoresOp::verify() {
   auto s = cast<FragType>(getS().getType());
   if (s.getRank() != 2 || !s.getElementType().isF32())

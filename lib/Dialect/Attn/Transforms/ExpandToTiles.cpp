@@ -257,6 +257,20 @@ void TileProgramBuilder::build() {
       maskBounded = true;
       unmaskedNeedsMaskMod = !*exact;
     }
+    // What the compiler cannot bound, a run-time block mask does.
+    if (failed(exact) || !*exact) {
+      Region &mask = attention.getMaskMod();
+      bool perHead = !mask.front().getArgument(1).use_empty();
+      auto blockRanges = BlockRangesOp::create(
+          b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ,
+          range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
+          tileM, config.getTileN(), perHead);
+      cloneHook(b, kernel, mask, blockRanges.getMaskMod());
+      range = {blockRanges.getBegin(), blockRanges.getUnmaskedBegin(),
+               blockRanges.getUnmaskedEnd(), blockRanges.getEnd()};
+      maskBounded = true;
+      unmaskedNeedsMaskMod = false;
+    }
   }
 
   buildPrologue(range.end);

@@ -72,17 +72,27 @@ attn.kernel @chunked arch(#attn.arch<sm_120>) config(#cfg) {
 
 // -----
 
-// A data-dependent mask (document ids) has no interval: no attn.key_range,
-// and every loop runs the mask_mod.
+// A data-dependent mask (document ids) has no interval: no attn.key_range
+// but an attn.block_ranges, the run-time block mask, holding the mask_mod
+// (head-independent here, so not per_head). Its whole tiles run without the
+// mask_mod; the two masked loops run it.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
 #cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
 // CHECK-LABEL: attn.kernel @documents
 // CHECK-NOT:     attn.key_range
-// CHECK:         attn.kv_loop
+// CHECK:         %[[B0:.*]], %[[UB0:.*]], %[[UE0:.*]], %[[E0:.*]] = attn.kv_bounds
+// CHECK:         %[[B:.*]], %[[UB:.*]], %[[UE:.*]], %[[E:.*]] = attn.block_ranges %{{.*}} within %[[B0]], %[[UB0]], %[[UE0]], %[[E0]] attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
+// CHECK-NEXT:    ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index):
+// CHECK-NEXT:      %[[IDS:.*]] = attn.kernel_arg 0 : memref<?xi32, strided<[?]>>
+// CHECK:           memref.load %[[IDS]]
+// CHECK:         attn.kv_loop %[[UE]] to %[[E]]
 // CHECK:           attn.modify_scores {{.*}} mask_mod
-// CHECK:         attn.kv_loop
+// CHECK:         attn.kv_loop %[[UB]] to %[[UE]]
+// CHECK-NOT:       attn.modify_scores
+// CHECK:           attn.yield
+// CHECK:         attn.kv_loop %[[B]] to %[[UB]]
 // CHECK:           attn.modify_scores {{.*}} mask_mod
 attn.kernel @documents arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_names = ["doc_ids"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %ids: !ids):
@@ -99,19 +109,17 @@ attn.kernel @documents arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_nam
 // -----
 
 // Part known, part data-dependent: k <= q && ids[q] == ids[k] keeps at
-// most the causal keys, so the tiles right of the diagonal are skipped, but
-// the interval is not exact: no tile runs without the mask_mod.
+// most the causal keys, so the tiles right of the diagonal are skipped at
+// compile time; the interval is not exact, so the run-time block mask
+// decides the rest. The mask reads the head, so the block mask is per head.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
 #cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
 // CHECK-LABEL: attn.kernel @bounded
-// CHECK:         attn.key_range {{.*}} attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
+// CHECK:         %[[B0:.*]], %[[UB0:.*]], %[[UE0:.*]], %[[E0:.*]] = attn.key_range {{.*}} attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
 // CHECK:           attn.yield
-// CHECK:         attn.kv_loop
-// CHECK:           attn.modify_scores {{.*}} mask_mod
-// CHECK:         attn.kv_loop
-// CHECK:           attn.modify_scores {{.*}} mask_mod
+// CHECK:         attn.block_ranges %{{.*}} within %[[B0]], %[[UB0]], %[[UE0]], %[[E0]] attributes {per_head, tile_m = 64 : i64, tile_n = 32 : i64}
 attn.kernel @bounded arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_names = ["doc_ids"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %ids: !ids):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
@@ -121,7 +129,10 @@ attn.kernel @bounded arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_names
     %di = memref.load %ids[%i] : !ids
     %dj = memref.load %ids[%j] : !ids
     %same = arith.cmpi eq, %di, %dj : i32
-    %keep = arith.andi %causal, %same : i1
+    %c0 = arith.constant 0 : index
+    %even = arith.cmpi sge, %h, %c0 : index
+    %both = arith.andi %same, %even : i1
+    %keep = arith.andi %causal, %both : i1
     attn.yield %keep : i1
   }
 }

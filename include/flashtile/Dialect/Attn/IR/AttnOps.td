@@ -154,7 +154,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 }
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
-    ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp"]>]> {
+    ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp",
+                 "BlockRangesOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -285,6 +286,45 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
     $m_block `,` $batch `,` $head `,` $seqlen_q `,` $seqlen_k `within`
     $within_begin `,` $within_unmasked_begin `,` $within_unmasked_end `,` $within_end
     attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_BlockRangesOp : Attn_Op<"block_ranges", [IsolatedFromAbove]> {
+  let summary = "The KV tiles a data-dependent mask_mod allows, from a run-time block mask";
+  let description = [{
+    Block sparsity for masks the compiler cannot bound (document ids): the
+    kernel's launch plan runs a second kernel first, `<name>_kv_ranges`,
+    that evaluates the region (the attention's mask_mod) over every tile of
+    `tile_m` rows by `tile_n` keys the window allows and writes, per (batch,
+    query head if `per_head`, query tile), four i32: the first and one past
+    the last tile with a kept key, and the longest run of tiles kept whole
+    by every valid row. This op reads them back (the kernel's `kv_ranges`
+    workspace) and refines the `within` range: tiles outside are never
+    loaded, tiles in the run need no mask at all. FlexAttention's BlockMask,
+    in the range form this kernel's loops take.
+
+    ```mlir
+    %b, %ub, %ue, %e = attn.block_ranges %m, %batch, %head, %sq
+        within %b0, %ub0, %ue0, %e0 {tile_m = 128, tile_n = 64} {
+    ^bb0(%bi: index, %hi: index, %qi: index, %ki: index):
+      ...
+      attn.yield %keep : i1
+    }
+    ```
+  }];
+  let arguments = (ins Index:$m_block, Index:$batch, Index:$head,
+                       Index:$seqlen_q,
+                       Index:$within_begin, Index:$within_unmasked_begin,
+                       Index:$within_unmasked_end, Index:$within_end,
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$per_head);
+  let results = (outs Index:$begin, Index:$unmasked_begin,
+                      Index:$unmasked_end, Index:$end);
+  let regions = (region SizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $m_block `,` $batch `,` $head `,` $seqlen_q `within`
+    $within_begin `,` $within_unmasked_begin `,` $within_unmasked_end `,` $within_end
+    attr-dict-with-keyword $mask_mod
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,41 @@
+// RUN: flashtile-opt %s --convert-attn-to-nvvm | FileCheck %s
+
+// A run-time block mask (attn.block_ranges, HookLowering.cpp): the kernel
+// gets the `kv_ranges` workspace as its last parameter and a block-mask
+// kernel, @docs_kv_ranges, with the same parameters, is added before it.
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!ids = memref<?xi32, strided<[?]>>
+
+// The block-mask kernel: 128 threads, the tile loop from the window's range
+// (causal here), the mask per element, two barrier reductions per tile, and
+// thread 0 storing four i32.
+// CHECK-LABEL: llvm.func @docs_kv_ranges(
+// CHECK-SAME:    %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %[[WS:[^ :]+]]: !llvm.ptr<1>)
+// CHECK-SAME:    attn.extra_params = array<i64: 24>
+// CHECK-SAME:    nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK:         llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.or.aligned.all"
+// CHECK:         llvm.call_intrinsic "llvm.nvvm.barrier.cta.red.and.aligned.all"
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
+// CHECK:         llvm.return
+
+// The attention kernel reads the four fields of its (batch, query tile).
+// CHECK-LABEL: llvm.func @docs(
+// CHECK-SAME:    %[[KWS:[^ :]+]]: !llvm.ptr<1>) attributes
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+attn.kernel @docs arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = true>) attributes {smem_bytes = 16384 : i64, arg_names = ["doc_ids"], problem = #attn.problem<causal = true, window_left = -1, window_right = 0, softmax_scale = 1.250000e-01 : f32>} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %ids: !ids):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %r:4 = attn.block_ranges %m, %b, %h, %sq within %c0, %c0, %c4, %c4 attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index, %ki: index):
+    %tab = attn.kernel_arg 0 : !ids
+    %a = memref.load %tab[%qi] : !ids
+    %c = memref.load %tab[%ki] : !ids
+    %same = arith.cmpi eq, %a, %c : i32
+    attn.yield %same : i1
+  }
+}
