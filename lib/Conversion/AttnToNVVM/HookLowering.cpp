@@ -20,6 +20,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 
 using namespace mlir;
 using namespace flashtile;
@@ -42,11 +44,13 @@ class HookEmitter {
 public:
   HookEmitter(Emitter &e, Operation *anchor) : e(e), anchor(anchor) {}
 
-  /// The values `hook` yields when its block arguments are `args`.
-  SmallVector<Value> emitAll(Region &hook, ValueRange args);
+  /// The values `hook` yields when its block arguments are `args` (each
+  /// plus the constant in `argOffsets`, when given).
+  SmallVector<Value> emitAll(Region &hook, ValueRange args,
+                             ArrayRef<int64_t> argOffsets = {});
   /// The one value a score_mod / mask_mod yields.
-  Value emit(Region &hook, ValueRange args) {
-    return emitAll(hook, args).front();
+  Value emit(Region &hook, ValueRange args, ArrayRef<int64_t> argOffsets = {}) {
+    return emitAll(hook, args, argOffsets).front();
   }
 
 private:
@@ -54,7 +58,18 @@ private:
   Type convert(Type type) {
     return type.isIndex() ? e.builder().getI32Type() : type;
   }
-  Value in(Operation &op, unsigned i) { return values.lookup(op.getOperand(i)); }
+  Value in(Operation &op, unsigned i) { return get(op.getOperand(i)); }
+  /// The emitted value of hook value `v`.
+  Value get(Value v);
+  /// Index arithmetic as base + constant (a null base is a constant).
+  struct Affine {
+    Value base;
+    int64_t offset = 0;
+  };
+  Affine affineOf(Value v);
+  /// addi / subi of indices, kept as base + constant so that elements whose
+  /// positions differ by constants share the code of equal bases.
+  std::optional<Affine> affineStep(Operation &op);
   template <typename LLVMOp, typename... Attrs>
   Value binary(Operation &op, Attrs... attrs) {
     return LLVMOp::create(e.builder(), op.getLoc(), in(op, 0), in(op, 1),
@@ -76,6 +91,11 @@ private:
   Emitter &e;
   Operation *anchor;
   DenseMap<Value, Value> values;
+  DenseMap<Value, Affine> affine;
+  /// Emitted bases and materialized (base, offset) pairs, shared by every
+  /// emit of this emitter (it emits in one straight line).
+  std::map<std::tuple<int, void *, void *>, Value> bases;
+  std::map<std::pair<void *, int64_t>, Value> materialized;
   /// memref values of the hook: their extra argument's first kernel
   /// parameter.
   DenseMap<Value, int64_t> tensors;
@@ -83,22 +103,74 @@ private:
 
 } // namespace
 
-SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args) {
+Value HookEmitter::get(Value v) {
+  auto it = affine.find(v);
+  if (it == affine.end())
+    return values.lookup(v);
+  auto [base, offset] = it->second;
+  Value &value =
+      materialized[{base ? base.getAsOpaquePointer() : nullptr, offset}];
+  if (!value)
+    value = base ? (offset ? e.add(base, offset) : base) : e.i32(offset);
+  return value;
+}
+
+HookEmitter::Affine HookEmitter::affineOf(Value v) {
+  auto it = affine.find(v);
+  if (it != affine.end())
+    return it->second;
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    if (auto attr = dyn_cast<IntegerAttr>(c.getValue()))
+      return {Value(), attr.getInt()};
+  return {get(v), 0};
+}
+
+std::optional<HookEmitter::Affine> HookEmitter::affineStep(Operation &op) {
+  bool isAdd = isa<arith::AddIOp>(op);
+  if ((!isAdd && !isa<arith::SubIOp>(op)) ||
+      !op.getResult(0).getType().isIndex())
+    return std::nullopt;
+  Affine x = affineOf(op.getOperand(0)), y = affineOf(op.getOperand(1));
+  int64_t offset = isAdd ? x.offset + y.offset : x.offset - y.offset;
+  if (!y.base)
+    return Affine{x.base, offset};
+  if (!x.base && isAdd)
+    return Affine{y.base, offset};
+  if (!x.base)
+    return std::nullopt; // c - y: emitted as it is
+  Value &base = bases[{isAdd, x.base.getAsOpaquePointer(),
+                       y.base.getAsOpaquePointer()}];
+  if (!base)
+    base = isAdd ? e.add(x.base, y.base) : e.sub(x.base, y.base);
+  return Affine{base, offset};
+}
+
+SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args,
+                                        ArrayRef<int64_t> argOffsets) {
   values.clear();
+  affine.clear();
   tensors.clear();
   Block &body = hook.front();
-  for (auto [arg, value] : llvm::zip_equal(body.getArguments(), args))
-    values[arg] = value;
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    if (!argOffsets.empty() && argOffsets[i] != 0)
+      affine[arg] = {args[i], argOffsets[i]};
+    else
+      values[arg] = args[i];
+  }
   for (Operation &op : body) {
     if (auto yield = dyn_cast<YieldOp>(op))
       return llvm::map_to_vector(yield.getValues(),
-                                 [&](Value v) { return values.lookup(v); });
+                                 [&](Value v) { return get(v); });
     if (auto arg = dyn_cast<KernelArgOp>(op)) {
       int64_t param = getExtraArgParam(anchor, arg.getIndex());
       if (isa<MemRefType>(arg.getType()))
         tensors[arg.getResult()] = param;
       else
         values[arg.getResult()] = getKernelParam(anchor, param);
+      continue;
+    }
+    if (std::optional<Affine> step = affineStep(op)) {
+      affine[op.getResult(0)] = *step;
       continue;
     }
     values[op.getResult(0)] = emitOp(op);
@@ -151,7 +223,11 @@ Value HookEmitter::erf(Value x) {
 
 /// `tensor[indices]`: the parameters of an extra tensor are its pointer,
 /// then its sizes, then its strides (KernelABI.h); the address is computed
-/// in 64 bits. The read is marked invariant: hooks never write.
+/// in 64 bits. Each index is clamped to [0, size - 1], so that no hook reads
+/// outside its tensor: hooks run on the positions of every score a thread
+/// holds, including rows past seqlen_q and keys past seqlen_k, whose scores
+/// are masked or never stored. The read is marked invariant: hooks never
+/// write.
 Value HookEmitter::load(memref::LoadOp op) {
   OpBuilder &b = e.builder();
   Location loc = op.getLoc();
@@ -159,9 +235,16 @@ Value HookEmitter::load(memref::LoadOp op) {
   int64_t first = tensors.lookup(op.getMemRef());
   int64_t rank = type.getRank();
   Value offset = e.i64(0);
+  Value maxI32 = e.i64(std::numeric_limits<int32_t>::max());
   for (auto [d, index] : llvm::enumerate(op.getIndices())) {
+    Value size = getKernelParam(anchor, first + 1 + d);
+    Value last = e.sub(LLVM::TruncOp::create(b, loc, b.getI32Type(),
+                                             LLVM::SMinOp::create(
+                                                 b, loc, size, maxI32)),
+                       e.i32(1));
+    Value clamped = e.smin(e.smax(get(index), e.i32(0)), last);
     Value stride = getKernelParam(anchor, first + 1 + rank + d);
-    offset = e.add64(offset, e.mul64(e.sext64(values.lookup(index)), stride));
+    offset = e.add64(offset, e.mul64(e.sext64(clamped), stride));
   }
   Value base = getKernelParam(anchor, first);
   Value address = LLVM::GEPOp::create(b, loc, base.getType(),
@@ -376,11 +459,10 @@ Value HookEmitter::emitOp(Operation &op) {
 
 namespace {
 
-/// Runs the hooks on every score element a thread holds. Query and key
-/// positions are clamped to the last valid row and key before the hooks see
-/// them (the scores there are never used: rows past seqlen_q are not stored,
-/// keys past seqlen_k are masked by attn.mask), so a hook indexing a
-/// per-token tensor stays in bounds.
+/// Runs the hooks on every score element a thread holds, at its true
+/// positions. Positions differ from element to element by compile-time
+/// constants, so LLVM's CSE shares what the hooks compute from, say, k - q
+/// between the elements of one diagonal.
 struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -394,8 +476,6 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
     Emitter &e = ctx.e;
     ScoreTileCoords coords(ctx, rows, cols, adaptor.getMBlock(),
                            adaptor.getNBlock());
-    Value lastRow = e.sub(adaptor.getSeqlenQ(), e.i32(1));
-    Value lastKey = e.sub(adaptor.getSeqlenK(), e.i32(1));
     Value batch = adaptor.getBatch(), head = adaptor.getHead();
     Value scale = adaptor.getScale();
     Value negInf = e.f32(-std::numeric_limits<float>::infinity());
@@ -407,15 +487,17 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)
         for (int64_t r = 0; r < 4; ++r) {
-          Value q = e.smin(coords.row(i, r), lastRow);
-          Value k = e.smin(coords.col(j, r), lastKey);
+          auto [q, qOffset] = coords.rowParts(i, r);
+          auto [k, kOffset] = coords.colParts(j, r);
           int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
           Value score = s[index];
           if (hasScoreMod)
             score = hooks.emit(op.getScoreMod(),
-                               {e.fmul(score, scale), batch, head, q, k});
+                               {e.fmul(score, scale), batch, head, q, k},
+                               {0, 0, 0, qOffset, kOffset});
           if (hasMaskMod) {
-            Value keep = hooks.emit(op.getMaskMod(), {batch, head, q, k});
+            Value keep = hooks.emit(op.getMaskMod(), {batch, head, q, k},
+                                    {0, 0, qOffset, kOffset});
             score = e.select(keep, score, negInf);
           }
           s[index] = score;

@@ -270,6 +270,14 @@ public:
                   mlir::Value mBlock, mlir::Value nBlock);
   mlir::Value row(int64_t i, int64_t r);
   mlir::Value col(int64_t j, int64_t r);
+  /// row(i, r) and col(j, r) as a per-thread base plus a compile-time
+  /// constant.
+  std::pair<mlir::Value, int64_t> rowParts(int64_t i, int64_t r) {
+    return {rowBase, 16 * i + FragmentLayout::accElementOffset(r).first};
+  }
+  std::pair<mlir::Value, int64_t> colParts(int64_t j, int64_t r) {
+    return {colBase, 8 * j + FragmentLayout::accElementOffset(r).second};
+  }
 
 private:
   Emitter &e;

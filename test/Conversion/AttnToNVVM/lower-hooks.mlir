@@ -3,7 +3,8 @@
 
 // attn.modify_scores (HookLowering.cpp) on a minimal allocated kernel: 64x16
 // scores over 4 warps, so 8 scores per thread, each run through the hooks.
-// The extra arguments are a (heads, n) f32 bias table and an i32 scalar:
+// The hooks see the true positions of the scores. The extra arguments are
+// a (heads, n) f32 bias table and an i32 scalar:
 // the table is parameters 24 (pointer), 25-26 (sizes), 27-28 (strides), the
 // scalar parameter 29 (attn.extra_params).
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
@@ -11,25 +12,26 @@
 !bias = memref<?x?xf32, strided<[?, ?]>>
 
 // CHECK-LABEL: llvm.func @hooks(
-// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32, %[[BIAS:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %[[STRIDE0:[^ :]+]]: i64, %[[STRIDE1:[^ :]+]]: i64, %[[PREFIX:[^ :]+]]: i32)
+// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32, %[[BIAS:[^ :]+]]: !llvm.ptr<1>, %[[SIZE0:[^ :]+]]: i64, %[[SIZE1:[^ :]+]]: i64, %[[STRIDE0:[^ :]+]]: i64, %[[STRIDE1:[^ :]+]]: i64, %[[PREFIX:[^ :]+]]: i32)
 // CHECK-SAME:    attn.extra_params = array<i64: 24, 29>
 
-// Positions are clamped to the last query row and the last key, so that a
-// hook never reads past a per-token tensor.
-// CHECK:       %[[LAST_ROW:.*]] = llvm.sub %{{.*}}, %{{.*}} : i32
-// CHECK:       %[[LAST_KEY:.*]] = llvm.sub %{{.*}}, %{{.*}} : i32
-// CHECK:       %[[Q:.*]] = llvm.intr.smin(%{{.*}}, %[[LAST_ROW]]) : (i32, i32) -> i32
-// CHECK:       %[[K:.*]] = llvm.intr.smin(%{{.*}}, %[[LAST_KEY]]) : (i32, i32) -> i32
-
-// score_mod: the scaled score, tanh on the SFU (afn: tanh.approx.f32), and
-// a bias read bias[h, k - q] at ptr + (h * stride0 + (k - q) * stride1).
+// score_mod on the first element, at (row base, column base): the scaled
+// score, tanh on the SFU (afn: tanh.approx.f32), and a bias read
+// bias[h, k - q] at ptr + (h * stride0 + (k - q) * stride1), each index
+// clamped to [0, size - 1].
 // CHECK:       %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[SCALE]] : f32
 // CHECK:       llvm.fdiv %[[SCALED]], %{{.*}} {fastmathFlags = #llvm.fastmath<arcp, afn>} : f32
 // CHECK:       llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
-// CHECK:       %[[REL:.*]] = llvm.sub %[[K]], %[[Q]] : i32
-// CHECK:       llvm.sext %{{.*}} : i32 to i64
-// CHECK:       llvm.mul %{{.*}}, %[[STRIDE0]] : i64
-// CHECK:       %[[REL64:.*]] = llvm.sext %[[REL]] : i32 to i64
+// CHECK:       %[[REL:.*]] = llvm.sub %[[K:.*]], %[[Q:.*]] : i32
+// CHECK:       llvm.intr.smin(%[[SIZE0]], %{{.*}}) : (i64, i64) -> i64
+// CHECK:       %[[H_LO:.*]] = llvm.intr.smax(%{{.*}}, %{{.*}}) : (i32, i32) -> i32
+// CHECK:       %[[H_IN:.*]] = llvm.intr.smin(%[[H_LO]], %{{.*}}) : (i32, i32) -> i32
+// CHECK:       %[[H64:.*]] = llvm.sext %[[H_IN]] : i32 to i64
+// CHECK:       llvm.mul %[[H64]], %[[STRIDE0]] : i64
+// CHECK:       llvm.intr.smin(%[[SIZE1]], %{{.*}}) : (i64, i64) -> i64
+// CHECK:       %[[REL_LO:.*]] = llvm.intr.smax(%[[REL]], %{{.*}}) : (i32, i32) -> i32
+// CHECK:       %[[REL_IN:.*]] = llvm.intr.smin(%[[REL_LO]], %{{.*}}) : (i32, i32) -> i32
+// CHECK:       %[[REL64:.*]] = llvm.sext %[[REL_IN]] : i32 to i64
 // CHECK:       llvm.mul %[[REL64]], %[[STRIDE1]] : i64
 // CHECK:       %[[ADDR:.*]] = llvm.getelementptr %[[BIAS]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
 // CHECK:       llvm.load %[[ADDR]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> f32
@@ -37,8 +39,15 @@
 // mask_mod: k < prefix_len || k <= q (the scalar is its parameter), then
 // -inf where false.
 // CHECK:       llvm.icmp "slt" %[[K]], %[[PREFIX]] : i32
+// CHECK:       llvm.icmp "sle" %[[K]], %[[Q]] : i32
 // CHECK:       %[[KEEP:.*]] = llvm.or
 // CHECK:       llvm.select %[[KEEP]], %{{.*}}, %{{.*}} : i1, f32
+
+// The next element, one key further: k - q is the same base plus a
+// constant, not a new subtraction of positions.
+// CHECK:       llvm.intr.tanh
+// CHECK-NOT:   llvm.sub %[[K]], %[[Q]]
+// CHECK:       llvm.add %[[REL]], %{{.*}} : i32
 
 // One tanh, one load, one select per score: 8 per thread.
 // COUNT-COUNT-8: llvm.intr.tanh

@@ -502,10 +502,10 @@ def Attn_ModifyScoresOp : Attn_Op<"modify_scores", [
     a `score_mod` region is present (FlexAttention's order: the hook sees
     the scaled score), and -inf where `mask_mod(batch, head, q_idx, kv_idx)`
     is false. Without `score_mod` the scores stay unscaled, so the softmax
-    keeps folding the scale into its exponent. Rows at or past seqlen_q and
-    keys at or past seqlen_k are evaluated at the last valid index, so hooks
-    never read past the end of a per-token tensor; `attn.mask` masks those
-    keys.
+    keeps folding the scale into its exponent. The hooks also run for rows
+    at or past seqlen_q (never stored) and keys at or past seqlen_k
+    (`attn.mask` masks them); every tensor read clamps its indices to the
+    tensor's extents, so no hook reads out of bounds.
 
     The regions are the attention's hooks with every kernel argument they
     read replaced by `attn.kernel_arg`.

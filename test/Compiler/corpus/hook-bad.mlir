@@ -1,0 +1,11 @@
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @hook_atan arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
+    %a = math.atan %s : f32
+    attn.yield %a : f32
+  }
+}
