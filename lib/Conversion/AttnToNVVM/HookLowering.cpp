@@ -277,6 +277,8 @@ Value HookEmitter::emitOp(Operation &op) {
   Location loc = op.getLoc();
   auto afn = LLVM::FastmathFlagsAttr::get(b.getContext(),
                                           LLVM::FastmathFlags::afn);
+  auto contract = LLVM::FastmathFlagsAttr::get(b.getContext(),
+                                               LLVM::FastmathFlags::contract);
   auto approx = [&](Value x, function_ref<Value(Value)> fn) {
     return inF32(x, fn);
   };
@@ -337,9 +339,10 @@ Value HookEmitter::emitOp(Operation &op) {
       .Case([&](arith::SelectOp) -> Value {
         return LLVM::SelectOp::create(b, loc, in(op, 0), in(op, 1), in(op, 2));
       })
-      .Case([&](arith::AddFOp) { return binary<LLVM::FAddOp>(op); })
-      .Case([&](arith::SubFOp) { return binary<LLVM::FSubOp>(op); })
-      .Case([&](arith::MulFOp) { return binary<LLVM::FMulOp>(op); })
+      // Multiplies and adds may contract into FMAs (nvcc's -fmad=true).
+      .Case([&](arith::AddFOp) { return binary<LLVM::FAddOp>(op, contract); })
+      .Case([&](arith::SubFOp) { return binary<LLVM::FSubOp>(op, contract); })
+      .Case([&](arith::MulFOp) { return binary<LLVM::FMulOp>(op, contract); })
       .Case([&](arith::DivFOp) -> Value {
         // Approximate division (div.full.f32 class, as Triton's default);
         // a division by a constant becomes a multiplication.
@@ -478,6 +481,8 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
                            adaptor.getNBlock());
     Value batch = adaptor.getBatch(), head = adaptor.getHead();
     Value scale = adaptor.getScale();
+    auto contract = LLVM::FastmathFlagsAttr::get(
+        rewriter.getContext(), LLVM::FastmathFlags::contract);
     Value negInf = e.f32(-std::numeric_limits<float>::infinity());
     bool hasScoreMod = !op.getScoreMod().empty();
     bool hasMaskMod = !op.getMaskMod().empty();
@@ -493,7 +498,9 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
           Value score = s[index];
           if (hasScoreMod)
             score = hooks.emit(op.getScoreMod(),
-                               {e.fmul(score, scale), batch, head, q, k},
+                               {LLVM::FMulOp::create(rewriter, op.getLoc(),
+                                                     score, scale, contract),
+                                batch, head, q, k},
                                {0, 0, 0, qOffset, kOffset});
           if (hasMaskMod) {
             Value keep = hooks.emit(op.getMaskMod(), {batch, head, q, k},
