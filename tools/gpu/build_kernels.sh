@@ -19,7 +19,10 @@ build() { # name, flags...
     -o "$out/$name.cubin" --launch-plan "$out/$name.plan.json"
 }
 
-dims="64 96 128 192 256"
+# The SM120 configuration at every head dim of the matrix (multiples of 8
+# that are not multiples of 32 run padded); sm_90 at the multiples of 32.
+dims="48 64 72 80 96 112 128 160 192 256"
+dims90=" 64 96 128 192 256 "
 [ "$mode" = quick ] && dims="64 128"
 if [ "$mode" = sweep ]; then
   # bf16 d = 128 SM120 configurations, for timing the cost model's choices.
@@ -48,8 +51,17 @@ for dtype in f16 bf16; do
       flags=(--dtype=$dtype --head-dim=$d)
       [ $mask = causal ] && flags+=(--causal)
       build "sm120cfg_${dtype}_d${d}_${mask}" --arch=sm_120 --isa=sm_90 "${flags[@]}"
-      build "sm90_${dtype}_d${d}_${mask}" --arch=sm_90 "${flags[@]}"
+      [[ "$dims90" == *" $d "* ]] &&
+        build "sm90_${dtype}_d${d}_${mask}" --arch=sm_90 "${flags[@]}"
     done
+  done
+done
+# Different head dims for QK^T and PV.
+[ "$mode" = full ] && for pair in "192 128" "128 64"; do
+  set -- $pair
+  for dtype in f16 bf16; do
+    build "sm120cfg_${dtype}_d${1}v${2}_causal" --arch=sm_120 --isa=sm_90 \
+      --dtype=$dtype --head-dim=$1 --head-dim-v=$2 --causal
   done
 done
 # Sliding windows (left 256, right 0 and left 100, right 50).

@@ -156,14 +156,15 @@ fi
 # 7. A short benchmark: bf16 d = 128 at S = 4096.
 if want bench; then
 bench=()
-for n in sm120cfg_bf16_d128_full sm120cfg_bf16_d128_causal sm90_bf16_d128_full sm90_bf16_d128_causal; do
+for n in sm120cfg_bf16_d128_full sm120cfg_bf16_d128_causal sm90_bf16_d128_full sm90_bf16_d128_causal \
+         sm120cfg_bf16_d80_full sm120cfg_bf16_d80_causal sm120cfg_bf16_d112_full sm120cfg_bf16_d112_causal; do
   [ -e "$kernels/$n.plan.json" ] && bench+=("$kernels/$n.plan.json")
 done
 if [ ${#bench[@]} -gt 0 ]; then
-  timeout 150 python3 "$root/tools/gpu/bench_fwd.py" "${bench[@]}" --seqlens 4096 \
+  timeout 240 python3 "$root/tools/gpu/bench_fwd.py" "${bench[@]}" --seqlens 4096 \
     --peers sdpa-flash cudnn > "$out/bench.txt" 2>&1
   status=$?
-  stage bench "$( [ $status -eq 0 ] && echo INFO || echo FAIL)" "${#bench[@]} kernels at S=4096 (bench.txt)"
+  stage bench "$( [ $status -eq 0 ] && echo INFO || echo FAIL)" "${#bench[@]} kernels at S=4096, d = 128, 80, 112 (bench.txt)"
 fi
 fi
 

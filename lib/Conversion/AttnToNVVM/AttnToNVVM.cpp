@@ -64,7 +64,7 @@ static LogicalResult checkLowerable(KernelOp kernel) {
               "attn-expand-to-tiles, attn-allocate-shared-memory and "
               "attn-insert-barriers first";
   // The verifier holds kernels to the head-dim rule; the lowering relies on
-  // it (whole swizzle groups and mma k-steps).
+  // it (whole 16-byte chunks; buffers padded to whole swizzle groups).
   assert(!explainUnsupportedHeadDim(
               cast<MemRefType>(kernel.getQ().getType()).getDimSize(3)) &&
          "the kernel verifier enforces the head-dim rule");

@@ -78,10 +78,18 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
     Value firstRow = e.mul(adaptor.getMBlock(), rows);
     auto vectorType = VectorType::get({4}, rewriter.getI32Type());
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
+    int64_t elementsPerChunk =
+        kCopyChunkBytes * 8 / dtype.getIntOrFloatBitWidth();
+    int64_t outChunks =
+        op.getO().getType().getDimSize(3) / elementsPerChunk;
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
       Value row = walk.row(step);
       Value globalRow = e.add(firstRow, row);
       Value store = e.cmp(P::slt, globalRow, out.seqlen());
+      // Pad columns (getPaddedHeadDim) stay in shared memory.
+      if (outChunks * elementsPerChunk < cols)
+        store = LLVM::AndOp::create(rewriter, loc, store,
+                                    e.slt(walk.chunk(step), e.i32(outChunks)));
       if (walk.isPartial(step))
         store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
       emitIf(rewriter, loc, store, [&] {

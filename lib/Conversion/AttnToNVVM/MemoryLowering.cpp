@@ -42,6 +42,11 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     Location loc = op.getLoc();
     MemRefType dstType = op.getDst().getType();
     int64_t rows = dstType.getDimSize(1), cols = dstType.getDimSize(2);
+    // Buffer rows are padded (getPaddedHeadDim): chunks past the source row
+    // read nothing and zero-fill, so the pad contributes 0 to every mma.
+    int64_t srcCols = op.getSrc().getType().getDimSize(3);
+    int64_t srcChunks =
+        srcCols * dstType.getElementTypeBitWidth() / (8 * kCopyChunkBytes);
     int64_t threads = ctx.threads();
 
     Emitter &e = ctx.e;
@@ -61,6 +66,10 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
         // Unsigned: rows of negative tiles are out of range too.
         Value inRange =
             e.cmp(LLVM::ICmpPredicate::ult, globalRow, src.seqlen());
+        if (srcCols < cols)
+          inRange = LLVM::AndOp::create(
+              rewriter, loc, inRange,
+              e.slt(walk.chunk(step), e.i32(srcChunks)));
         // Out-of-range rows read nothing, but keep the address valid.
         Value safeRow = e.select(inRange, globalRow, e.i32(0));
         Value from = src.chunkAddress(safeRow, walk.chunk(step));

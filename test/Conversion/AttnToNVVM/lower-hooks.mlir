@@ -19,7 +19,7 @@
 // score, tanh on the SFU (afn: tanh.approx.f32), and a bias read
 // bias[h, k - q] at ptr + (h * stride0 + (k - q) * stride1), each index
 // clamped to [0, size - 1].
-// CHECK:       %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[SCALE]] : f32
+// CHECK:       %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[SCALE]] {fastmathFlags = #llvm.fastmath<contract>} : f32
 // CHECK:       llvm.fdiv %[[SCALED]], %{{.*}} {fastmathFlags = #llvm.fastmath<arcp, afn>} : f32
 // CHECK:       llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
 // CHECK:       %[[REL:.*]] = llvm.sub %[[K:.*]], %[[Q:.*]] : i32

@@ -23,18 +23,25 @@ using namespace flashtile::attn;
 #include "flashtile/Dialect/Attn/IR/AttnOps.cpp.inc"
 
 static constexpr int64_t kMaxHeadDim = 256;
-/// Head dims are whole groups of 16-byte chunks that the swizzle permutes
-/// and whole 16-wide mma k-steps: 32 elements of f16/bf16.
-static constexpr int64_t kHeadDimGranule = 32;
+/// A row of Q, K, V or O in global memory is whole 16-byte chunks (8
+/// elements of f16/bf16): what one cp.async or 128-bit store moves.
+static constexpr int64_t kHeadDimGranule = 8;
+/// In shared memory and registers a row is whole groups of four 16-byte
+/// chunks that the swizzle permutes, which are also whole 16-wide mma
+/// k-steps: 32 elements.
+static constexpr int64_t kPaddedHeadDimGranule = 32;
 
 std::optional<std::string> attn::explainUnsupportedHeadDim(int64_t dim) {
   if (dim > 0 && dim % kHeadDimGranule == 0 && dim <= kMaxHeadDim)
     return std::nullopt;
-  return llvm::formatv("it must be a multiple of {0} from {0} to {1} (the sm80 "
-                       "path moves rows in swizzled groups of four 16-byte "
-                       "chunks)",
+  return llvm::formatv("it must be a multiple of {0} from {0} to {1} (rows "
+                       "move in 16-byte chunks)",
                        kHeadDimGranule, kMaxHeadDim)
       .str();
+}
+
+int64_t attn::getPaddedHeadDim(int64_t dim) {
+  return llvm::alignTo(dim, kPaddedHeadDimGranule);
 }
 
 /// The PTX identifier rule (PTX ISA, "Identifiers"), restricted to C
@@ -418,9 +425,11 @@ LogicalResult CopyAsyncOp::verify() {
   if (src.getElementType() != dst.getElementType())
     return emitOpError() << "copies " << src.getElementType() << " into a "
                          << dst.getElementType() << " buffer";
-  if (src.getDimSize(3) != dst.getDimSize(2))
+  if (getPaddedHeadDim(src.getDimSize(3)) != dst.getDimSize(2))
     return emitOpError() << "source rows have " << src.getDimSize(3)
-                         << " elements but buffer rows have "
+                         << " elements, so buffer rows must have "
+                         << getPaddedHeadDim(src.getDimSize(3))
+                         << " (padded to whole swizzle groups), got "
                          << dst.getDimSize(2);
   return success();
 }
@@ -564,8 +573,9 @@ LogicalResult EpilogueOp::verify() {
   if (stage.getElementType() != o.getElementType())
     return emitOpError() << "staging buffer is " << stage.getElementType()
                          << " but O is " << o.getElementType();
-  if (o.getDimSize(3) != headDimV)
+  if (getPaddedHeadDim(o.getDimSize(3)) != headDimV)
     return emitOpError() << "O has head_dim " << o.getDimSize(3)
-                         << " but acc has " << headDimV << " columns";
+                         << " (padded: " << getPaddedHeadDim(o.getDimSize(3))
+                         << ") but acc has " << headDimV << " columns";
   return success();
 }

@@ -217,8 +217,9 @@ void TileProgramBuilder::build() {
   auto qType = cast<MemRefType>(kernel.getQ().getType());
   auto vType = cast<MemRefType>(kernel.getV().getType());
   dtype = qType.getElementType();
-  headDim = qType.getDimSize(3);
-  headDimV = vType.getDimSize(3);
+  // Buffers and fragments hold padded rows (getPaddedHeadDim).
+  headDim = getPaddedHeadDim(qType.getDimSize(3));
+  headDimV = getPaddedHeadDim(vType.getDimSize(3));
   std::tie(windowLeft, windowRight) = attention.getEffectiveWindow();
   int64_t tileM = config.getTileM();
 

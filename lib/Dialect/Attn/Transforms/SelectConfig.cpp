@@ -110,7 +110,9 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   const ArchInfo &arch = kernel.getArch().getInfo();
   auto qType = cast<MemRefType>(kernel.getQ().getType());
   auto vType = cast<MemRefType>(kernel.getV().getType());
-  int64_t headDim = qType.getDimSize(3), headDimV = vType.getDimSize(3);
+  // Tiles hold padded rows: that is what costs shared memory and registers.
+  int64_t headDim = getPaddedHeadDim(qType.getDimSize(3)),
+          headDimV = getPaddedHeadDim(vType.getDimSize(3));
 
   SmallVector<ConfigCandidate> candidates;
   MLIRContext *ctx = kernel.getContext();

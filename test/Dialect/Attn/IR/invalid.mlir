@@ -3,7 +3,7 @@
 
 !t = memref<?x?x?x100xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{head_dim = 100 is not supported: it must be a multiple of 32 from 32 to 256}}
+// expected-error @below {{head_dim = 100 is not supported: it must be a multiple of 8 from 8 to 256}}
 attn.kernel @head_dim_not_multiple_of_32 arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
 }
@@ -233,7 +233,7 @@ attn.kernel @copy_row_width arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xf16, 3>
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
-  // expected-error @below {{source rows have 128 elements but buffer rows have 64}}
+  // expected-error @below {{source rows have 128 elements, so buffer rows must have 128 (padded to whole swizzle groups), got 64}}
   attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x64xf16, 3>
 }
 
@@ -570,20 +570,19 @@ attn.kernel @epilogue_o_dim arch(#attn.arch<sm_120>) {
   %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
   %c = arith.constant 1.0 : f32
-  // expected-error @below {{O has head_dim 128 but acc has 64 columns}}
+  // expected-error @below {{O has head_dim 128 (padded: 128) but acc has 64 columns}}
   attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
     : !attn.frag<64x64xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
 }
 
 // -----
 
-// A head dim the dialect took before the rule had one owner: 80 is a
-// multiple of 8 but not of 32, so the sm80 lowering cannot take it and the
-// verifier refuses it (not the lowering, after a plan was printed).
-!t = memref<?x?x?x80xf16, strided<[?, ?, ?, 1]>>
+// A head dim whose rows are not whole 16-byte chunks (84 bf16 is 168
+// bytes): the verifier refuses it, before any plan is printed.
+!t = memref<?x?x?x84xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{head_dim = 80 is not supported: it must be a multiple of 32 from 32 to 256}}
-attn.kernel @d80 arch(#attn.arch<sm_120>) {
+// expected-error @below {{head_dim = 84 is not supported: it must be a multiple of 8 from 8 to 256 (rows move in 16-byte chunks)}}
+attn.kernel @d84 arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
 }
 

@@ -47,8 +47,15 @@ std::optional<std::string> explainInvalidConfig(int64_t tileM, int64_t tileN,
 
 /// The head-dim rule of the sm80 path, asked by the kernel verifier, config
 /// selection and the lowering alike: why `dim` cannot be a head dim, or
-/// nullopt when it can.
+/// nullopt when it can (a multiple of 8 from 8 to 256).
 std::optional<std::string> explainUnsupportedHeadDim(int64_t dim);
+
+/// The width of a head-dim row in shared memory and in register fragments:
+/// `dim` rounded up to whole swizzle groups and mma k-steps (32). The pad
+/// columns are zero-filled by the copies and never stored, so any head dim
+/// the rule admits (48, 72, 80, 112...) runs on the kernels of the next
+/// multiple of 32, as FlashAttention-2's head-dim instances do.
+int64_t getPaddedHeadDim(int64_t dim);
 
 /// Why `name` cannot be a kernel's symbol (its PTX entry name), or nullopt.
 std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
