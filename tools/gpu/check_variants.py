@@ -33,6 +33,7 @@ Exit status: 0 when every correctness case passes, 1 otherwise.
 """
 
 import argparse
+import glob
 import math
 import os
 import statistics
@@ -420,6 +421,14 @@ def run_bench(kernels_dir):
     tf = flops(entries) / ms / 1e9
     print(f"document mask 8x2048 in 16k: FlashTile {tf:.1f} TFLOP/s, "
           f"time vs ideal (per-document causal, summed) {ms / ideal_ms:.2f}x")
+    # Other configurations of the same kernel, when built (config studies).
+    for path in sorted(glob.glob(os.path.join(kernels_dir,
+                                              "var_document_mask_bf16_c1_*.plan.json"))):
+        alt = runtime.load(path)
+        alt_ms = time_ms(lambda: alt(q2t, k2t, v2t, o=o2, lse=lse2, **ex))
+        c = alt.info["config"]
+        print(f"  config {c['tile_m']}x{c['tile_n']} q_in_regs={c['q_in_regs']}: "
+              f"{flops(entries) / alt_ms / 1e9:.1f} TFLOP/s")
     row("document_mask causal=1", ms, entries, None, fx, fa)
 
 
