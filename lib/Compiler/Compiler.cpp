@@ -159,38 +159,33 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   p.isa = isa.name.str();
   p.codePath = stringifyCodePath(arch.codePath).str();
   describeKernelArguments(kernel, p);
-  // A run-time block mask: its kernel runs first and fills the workspace
-  // the attention kernel reads. Both take the same parameters.
-  if (BlockRangesOp ranges = getBlockRanges(kernel)) {
-    plan::Kernel mask;
-    mask.symbol = p.name + kBlockRangesKernelSuffix;
-    mask.cubin = cubinFile.str();
-    mask.block[0] = kBlockRangesThreads;
-    std::array<plan::Expr, 3> grid = getBlockRangesGrid(ranges);
+  // One entry of the cubin; every kernel of the family takes the
+  // parameters of getKernelParams.
+  auto addKernel = [&](std::string symbol, int64_t threads, int64_t smem,
+                       const std::array<plan::Expr, 3> &grid) {
+    plan::Kernel k;
+    k.symbol = std::move(symbol);
+    k.cubin = cubinFile.str();
+    k.block[0] = threads;
+    k.dynamicSmemBytes = smem;
     for (int i = 0; i < 3; ++i)
-      mask.grid[i] = grid[i];
-    mask.params = getKernelParams(kernel);
-    CubinResult::EntryResources used = getEntryResources(cubin, mask.symbol);
-    mask.registers = used.registers;
-    mask.spillStores = used.spillStores;
-    mask.spillLoads = used.spillLoads;
-    p.kernels.push_back(std::move(mask));
+      k.grid[i] = grid[i];
+    k.params = getKernelParams(kernel);
+    CubinResult::EntryResources used = getEntryResources(cubin, k.symbol);
+    k.registers = used.registers;
+    k.spillStores = used.spillStores;
+    k.spillLoads = used.spillLoads;
+    p.kernels.push_back(std::move(k));
+  };
+  // A run-time block mask: its kernel runs first and fills the workspace
+  // the attention kernel reads.
+  if (BlockRangesOp ranges = getBlockRanges(kernel)) {
+    addKernel(p.name + kBlockRangesKernelSuffix, kBlockRangesThreads, 0,
+              getBlockRangesGrid(ranges));
     p.workspaces.push_back({kBlockRangesWorkspace, getBlockRangesBytes(ranges)});
   }
-  plan::Kernel k;
-  k.symbol = p.name;
-  k.cubin = cubinFile.str();
-  k.block[0] = kernel.getConfigAttr().getWarps() * kWarpSize;
-  k.dynamicSmemBytes = *kernel.getSmemBytes();
-  std::array<plan::Expr, 3> grid = getKernelGrid(kernel);
-  for (int i = 0; i < 3; ++i)
-    k.grid[i] = grid[i];
-  k.params = getKernelParams(kernel);
-  CubinResult::EntryResources used = getEntryResources(cubin, k.symbol);
-  k.registers = used.registers;
-  k.spillStores = used.spillStores;
-  k.spillLoads = used.spillLoads;
-  p.kernels.push_back(std::move(k));
+  addKernel(p.name, kernel.getConfigAttr().getWarps() * kWarpSize,
+            *kernel.getSmemBytes(), getKernelGrid(kernel));
   p.infoJson = getInfoJson(kernel);
   return p;
 }

@@ -36,7 +36,6 @@ import argparse
 import glob
 import math
 import os
-import statistics
 import sys
 import traceback
 
@@ -49,6 +48,9 @@ except ImportError:
     from flashtile import runtime
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_fwd  # noqa: E402  (its timing loop)
 
 CHUNK = 1024
 
@@ -238,19 +240,8 @@ def run_checks(kernels_dir):
 # --- Speed -------------------------------------------------------------------
 
 def time_ms(fn, warmup=5, reps=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        times.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(x.elapsed_time(y) for x, y in times)
+    """Median ms of `fn` over `reps` CUDA-event timed calls."""
+    return bench_fwd.time_ms(torch, fn, warmup, reps)
 
 
 def visible_entries(B, Hq, Sq, Sk, causal, mask_mod, ex):

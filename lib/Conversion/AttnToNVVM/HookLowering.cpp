@@ -600,24 +600,7 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   Location loc = ranges.getLoc();
   OpBuilder b(kernel);
   std::vector<plan::Param> abi = getKernelParams(kernel);
-  SmallVector<Type> params;
   SmallVector<int64_t> extraParams;
-  for (auto [i, param] : llvm::enumerate(abi)) {
-    switch (param.type) {
-    case plan::ParamType::Ptr:
-      params.push_back(LLVM::LLVMPointerType::get(ctx, 1));
-      break;
-    case plan::ParamType::I32:
-      params.push_back(b.getI32Type());
-      break;
-    case plan::ParamType::I64:
-      params.push_back(b.getI64Type());
-      break;
-    case plan::ParamType::F32:
-      params.push_back(b.getF32Type());
-      break;
-    }
-  }
   for (unsigned i = 0; i < kernel.getExtraArgs().size(); ++i) {
     std::string name = kernel.getExtraArgName(i).str();
     for (auto [index, param] : llvm::enumerate(abi))
@@ -630,7 +613,7 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   }
   auto func = LLVM::LLVMFuncOp::create(
       b, loc, (kernel.getSymName() + kBlockRangesKernelSuffix).str(),
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+      getKernelFuncType(ctx, abi));
   func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                 b.getDenseI32ArrayAttr({int32_t(kBlockRangesThreads), 1, 1}));

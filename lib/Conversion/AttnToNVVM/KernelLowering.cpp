@@ -35,27 +35,8 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     Location loc = op.getLoc();
 
     std::vector<plan::Param> abi = getKernelParams(op);
-    SmallVector<Type> params;
-    for (const plan::Param &param : abi) {
-      switch (param.type) {
-      case plan::ParamType::Ptr:
-        params.push_back(LLVM::LLVMPointerType::get(ctx, 1));
-        break;
-      case plan::ParamType::I32:
-        params.push_back(rewriter.getI32Type());
-        break;
-      case plan::ParamType::I64:
-        params.push_back(rewriter.getI64Type());
-        break;
-      case plan::ParamType::F32:
-        params.push_back(rewriter.getF32Type());
-        break;
-      }
-    }
-    auto funcType =
-        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
-    auto func =
-        LLVM::LLVMFuncOp::create(rewriter, loc, op.getSymName(), funcType);
+    auto func = LLVM::LLVMFuncOp::create(rewriter, loc, op.getSymName(),
+                                         getKernelFuncType(ctx, abi));
     func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
     int32_t threads = config.getWarps() * kWarpSize;

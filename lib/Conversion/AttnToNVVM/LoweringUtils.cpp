@@ -217,6 +217,29 @@ Value lowering::getKernelParam(Operation *op, unsigned index) {
   return func.getArgument(index);
 }
 
+LLVM::LLVMFunctionType
+lowering::getKernelFuncType(MLIRContext *ctx,
+                            const std::vector<plan::Param> &params) {
+  SmallVector<Type> types;
+  for (const plan::Param &param : params) {
+    switch (param.type) {
+    case plan::ParamType::Ptr:
+      types.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+      break;
+    case plan::ParamType::I32:
+      types.push_back(IntegerType::get(ctx, 32));
+      break;
+    case plan::ParamType::I64:
+      types.push_back(IntegerType::get(ctx, 64));
+      break;
+    case plan::ParamType::F32:
+      types.push_back(Float32Type::get(ctx));
+      break;
+    }
+  }
+  return LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), types);
+}
+
 int64_t lowering::getExtraArgParam(Operation *op, unsigned index) {
   auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
   assert(func && "kernel ops are lowered after their kernel");

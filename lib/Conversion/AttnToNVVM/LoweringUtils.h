@@ -139,6 +139,12 @@ ConfigAttr getKernelConfig(mlir::Operation *op);
 /// The llvm.func parameter `index` of the kernel `op` has been lowered into.
 mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
 
+/// The llvm.func type of a kernel with parameters `params` (KernelABI.h):
+/// pointers in the global address space, i32, i64, f32.
+mlir::LLVM::LLVMFunctionType
+getKernelFuncType(mlir::MLIRContext *ctx,
+                  const std::vector<plan::Param> &params);
+
 /// The first llvm.func parameter of extra argument `index` (0 is the first
 /// after LSE) of the kernel `op` has been lowered into: a scalar's value, or a
 /// tensor's pointer followed by its sizes and strides (KernelABI.h).

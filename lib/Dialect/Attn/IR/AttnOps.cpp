@@ -278,6 +278,23 @@ static LogicalResult verifyHook(Operation *op, Region &region, StringRef name,
   return success();
 }
 
+/// The score_mod and mask_mod regions of `op`, either of which may be empty:
+/// their signatures and the hook contract.
+static LogicalResult verifyHooks(Operation *op, Region &scoreMod,
+                                 Region &maskMod) {
+  Builder b(op->getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyHook(op, scoreMod, "score_mod",
+                        {b.getF32Type(), index, index, index, index},
+                        b.getF32Type())) ||
+      failed(verifyHook(op, maskMod, "mask_mod",
+                        {index, index, index, index}, b.getI1Type())) ||
+      failed(verifyHookBody(op, scoreMod, "score_mod")) ||
+      failed(verifyHookBody(op, maskMod, "mask_mod")))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   auto kernel = (*this)->getParentOfType<KernelOp>();
   static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
@@ -303,17 +320,7 @@ LogicalResult AttentionOp::verify() {
                            << " must be finite and positive";
   }
 
-  Builder b(getContext());
-  Type index = b.getIndexType();
-  if (failed(verifyHook(*this, getScoreMod(), "score_mod",
-                        {b.getF32Type(), index, index, index, index},
-                        b.getF32Type())) ||
-      failed(verifyHook(*this, getMaskMod(), "mask_mod",
-                        {index, index, index, index}, b.getI1Type())) ||
-      failed(verifyHookBody(*this, getScoreMod(), "score_mod")) ||
-      failed(verifyHookBody(*this, getMaskMod(), "mask_mod")))
-    return failure();
-  return success();
+  return verifyHooks(*this, getScoreMod(), getMaskMod());
 }
 
 //===----------------------------------------------------------------------===//
@@ -382,17 +389,7 @@ LogicalResult ModifyScoresOp::verify() {
     return emitOpError() << "scores must be a rank-2 f32 fragment, got " << s;
   if (getScoreMod().empty() && getMaskMod().empty())
     return emitOpError() << "has neither a score_mod nor a mask_mod region";
-  Builder b(getContext());
-  Type index = b.getIndexType();
-  if (failed(verifyHook(*this, getScoreMod(), "score_mod",
-                        {b.getF32Type(), index, index, index, index},
-                        b.getF32Type())) ||
-      failed(verifyHook(*this, getMaskMod(), "mask_mod",
-                        {index, index, index, index}, b.getI1Type())) ||
-      failed(verifyHookBody(*this, getScoreMod(), "score_mod")) ||
-      failed(verifyHookBody(*this, getMaskMod(), "mask_mod")))
-    return failure();
-  return success();
+  return verifyHooks(*this, getScoreMod(), getMaskMod());
 }
 
 //===----------------------------------------------------------------------===//
