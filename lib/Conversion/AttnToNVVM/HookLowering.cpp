@@ -45,12 +45,15 @@ public:
   HookEmitter(Emitter &e, Operation *anchor) : e(e), anchor(anchor) {}
 
   /// The values `hook` yields when its block arguments are `args` (each
-  /// plus the constant in `argOffsets`, when given).
+  /// plus the constant in `argOffsets`, when given). With `scoreFactor`, the
+  /// first argument stands for args[0] * scoreFactor.
   SmallVector<Value> emitAll(Region &hook, ValueRange args,
-                             ArrayRef<int64_t> argOffsets = {});
+                             ArrayRef<int64_t> argOffsets = {},
+                             Value scoreFactor = {});
   /// The one value a score_mod / mask_mod yields.
-  Value emit(Region &hook, ValueRange args, ArrayRef<int64_t> argOffsets = {}) {
-    return emitAll(hook, args, argOffsets).front();
+  Value emit(Region &hook, ValueRange args, ArrayRef<int64_t> argOffsets = {},
+             Value scoreFactor = {}) {
+    return emitAll(hook, args, argOffsets, scoreFactor).front();
   }
 
 private:
@@ -70,6 +73,14 @@ private:
   /// addi / subi of indices, kept as base + constant so that elements whose
   /// positions differ by constants share the code of equal bases.
   std::optional<Affine> affineStep(Operation &op);
+  /// A float kept as raw * factor: the score before its softmax scale. A
+  /// multiplication or division by a constant folds into the factor, which
+  /// is the same for every element, so a softcap's (score * scale) / cap
+  /// costs one multiply per score.
+  struct Scaled {
+    Value raw, factor;
+  };
+  std::optional<Scaled> scaledStep(Operation &op);
   template <typename LLVMOp, typename... Attrs>
   Value binary(Operation &op, Attrs... attrs) {
     return LLVMOp::create(e.builder(), op.getLoc(), in(op, 0), in(op, 1),
@@ -92,6 +103,9 @@ private:
   Operation *anchor;
   DenseMap<Value, Value> values;
   DenseMap<Value, Affine> affine;
+  DenseMap<Value, Scaled> scaled;
+  /// factor * constant, shared by every emit.
+  std::map<std::pair<void *, uint32_t>, Value> factors;
   /// Emitted bases and materialized (base, offset) pairs, shared by every
   /// emit of this emitter (it emits in one straight line).
   std::map<std::tuple<int, void *, void *>, Value> bases;
@@ -103,7 +117,44 @@ private:
 
 } // namespace
 
+std::optional<HookEmitter::Scaled> HookEmitter::scaledStep(Operation &op) {
+  bool isMul = isa<arith::MulFOp>(op), isDiv = isa<arith::DivFOp>(op);
+  if (!isMul && !isDiv)
+    return std::nullopt;
+  for (unsigned i = 0; i < 2; ++i) {
+    auto it = scaled.find(op.getOperand(i));
+    // A division folds only its dividend.
+    if (it == scaled.end() || (isDiv && i == 1))
+      continue;
+    auto c = op.getOperand(1 - i).getDefiningOp<arith::ConstantOp>();
+    auto attr = c ? dyn_cast<FloatAttr>(c.getValue()) : FloatAttr();
+    if (!attr || !attr.getType().isF32())
+      return std::nullopt;
+    float k = attr.getValueAsDouble();
+    if (isDiv)
+      k = 1.0f / k;
+    Value factor = it->second.factor;
+    Value &folded =
+        factors[{factor.getAsOpaquePointer(), llvm::bit_cast<uint32_t>(k)}];
+    if (!folded)
+      folded = e.fmul(factor, e.f32(k));
+    return Scaled{it->second.raw, folded};
+  }
+  return std::nullopt;
+}
+
 Value HookEmitter::get(Value v) {
+  auto found = scaled.find(v);
+  if (found != scaled.end()) {
+    // May contract into an FMA with the hook's add, like the hook's own.
+    Value value = LLVM::FMulOp::create(
+        e.builder(), e.location(), found->second.raw, found->second.factor,
+        LLVM::FastmathFlagsAttr::get(e.builder().getContext(),
+                                     LLVM::FastmathFlags::contract));
+    values[v] = value;
+    scaled.erase(found);
+    return value;
+  }
   auto it = affine.find(v);
   if (it == affine.end())
     return values.lookup(v);
@@ -146,13 +197,17 @@ std::optional<HookEmitter::Affine> HookEmitter::affineStep(Operation &op) {
 }
 
 SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args,
-                                        ArrayRef<int64_t> argOffsets) {
+                                        ArrayRef<int64_t> argOffsets,
+                                        Value scoreFactor) {
   values.clear();
   affine.clear();
+  scaled.clear();
   tensors.clear();
   Block &body = hook.front();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    if (!argOffsets.empty() && argOffsets[i] != 0)
+    if (i == 0 && scoreFactor)
+      scaled[arg] = {args[i], scoreFactor};
+    else if (!argOffsets.empty() && argOffsets[i] != 0)
       affine[arg] = {args[i], argOffsets[i]};
     else
       values[arg] = args[i];
@@ -171,6 +226,10 @@ SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args,
     }
     if (std::optional<Affine> step = affineStep(op)) {
       affine[op.getResult(0)] = *step;
+      continue;
+    }
+    if (std::optional<Scaled> step = scaledStep(op)) {
+      scaled[op.getResult(0)] = *step;
       continue;
     }
     values[op.getResult(0)] = emitOp(op);
@@ -481,8 +540,6 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
                            adaptor.getNBlock());
     Value batch = adaptor.getBatch(), head = adaptor.getHead();
     Value scale = adaptor.getScale();
-    auto contract = LLVM::FastmathFlagsAttr::get(
-        rewriter.getContext(), LLVM::FastmathFlags::contract);
     Value negInf = e.f32(-std::numeric_limits<float>::infinity());
     bool hasScoreMod = !op.getScoreMod().empty();
     bool hasMaskMod = !op.getMaskMod().empty();
@@ -497,11 +554,8 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
           int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
           Value score = s[index];
           if (hasScoreMod)
-            score = hooks.emit(op.getScoreMod(),
-                               {LLVM::FMulOp::create(rewriter, op.getLoc(),
-                                                     score, scale, contract),
-                                batch, head, q, k},
-                               {0, 0, 0, qOffset, kOffset});
+            score = hooks.emit(op.getScoreMod(), {score, batch, head, q, k},
+                               {0, 0, 0, qOffset, kOffset}, scale);
           if (hasMaskMod) {
             Value keep = hooks.emit(op.getMaskMod(), {batch, head, q, k},
                                     {0, 0, qOffset, kOffset});

@@ -15,13 +15,14 @@
 // CHECK-SAME:    %[[SCALE:[^ :]+]]: f32, %[[BIAS:[^ :]+]]: !llvm.ptr<1>, %[[SIZE0:[^ :]+]]: i64, %[[SIZE1:[^ :]+]]: i64, %[[STRIDE0:[^ :]+]]: i64, %[[STRIDE1:[^ :]+]]: i64, %[[PREFIX:[^ :]+]]: i32)
 // CHECK-SAME:    attn.extra_params = array<i64: 24, 29>
 
-// score_mod on the first element, at (row base, column base): the scaled
-// score, tanh on the SFU (afn: tanh.approx.f32), and a bias read
-// bias[h, k - q] at ptr + (h * stride0 + (k - q) * stride1), each index
-// clamped to [0, size - 1].
-// CHECK:       %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[SCALE]] {fastmathFlags = #llvm.fastmath<contract>} : f32
-// CHECK:       llvm.fdiv %[[SCALED]], %{{.*}} {fastmathFlags = #llvm.fastmath<arcp, afn>} : f32
-// CHECK:       llvm.intr.tanh(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+// score_mod on the first element, at (row base, column base): the score
+// times (scale / 30), one factor for all elements, since the hook's division
+// by a constant folds into the softmax scale; tanh on the SFU (afn:
+// tanh.approx.f32), and a bias read bias[h, k - q] at ptr + (h * stride0 +
+// (k - q) * stride1), each index clamped to [0, size - 1].
+// CHECK:       %[[FACTOR:.*]] = llvm.fmul %[[SCALE]], %{{.*}} : f32
+// CHECK-NEXT:  %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[FACTOR]] {fastmathFlags = #llvm.fastmath<contract>} : f32
+// CHECK-NEXT:  llvm.intr.tanh(%[[SCALED]]) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
 // CHECK:       %[[REL:.*]] = llvm.sub %[[K:.*]], %[[Q:.*]] : i32
 // CHECK:       llvm.intr.smin(%[[SIZE0]], %{{.*}}) : (i64, i64) -> i64
 // CHECK:       %[[H_LO:.*]] = llvm.intr.smax(%{{.*}}, %{{.*}}) : (i32, i32) -> i32
@@ -49,7 +50,8 @@
 // CHECK-NOT:   llvm.sub %[[K]], %[[Q]]
 // CHECK:       llvm.add %[[REL]], %{{.*}} : i32
 
-// One tanh, one load, one select per score: 8 per thread.
+// One tanh per score, 8 per thread, and no division left.
+// COUNT-NOT:     llvm.fdiv
 // COUNT-COUNT-8: llvm.intr.tanh
 // COUNT-NOT:     llvm.intr.tanh
 attn.kernel @hooks arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 16, stages = 1, warps = 4, q_in_regs = true>) attributes {smem_bytes = 16384 : i64, arg_names = ["bias", "prefix_len"]} {
