@@ -376,6 +376,15 @@ def run_bench(kernels_dir):
             fx = flex.make(q, k, v, scale, bool(c), score_mod, mask_mod, ex) if flex else None
             fa = fa2(qt, kt, vt, scale, bool(c)) if example == "gqa" else None
             row(f"{example} causal={c}", ms, entries, c, fx, fa)
+            # Other configurations of the same kernel, when built.
+            for path in sorted(glob.glob(os.path.join(
+                    kernels_dir, f"{name}_*.plan.json"))):
+                alt = runtime.load(path)
+                alt_ms = time_ms(lambda: alt(qt, kt, vt, o=o, lse=lse, **kex))
+                cfg = alt.info["config"]
+                print(f"  config {cfg['tile_m']}x{cfg['tile_n']} w{cfg['warps']} "
+                      f"q_in_regs={cfg['q_in_regs']}: "
+                      f"{flops(entries) / alt_ms / 1e9:.1f} TFLOP/s")
     # Sliding window (1024, 0): the built-in window, next to FA2's.
     win = load("var_window1024_bf16")
     ms = time_ms(lambda: win(qt, kt, vt, o=o, lse=lse))
