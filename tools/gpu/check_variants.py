@@ -437,7 +437,15 @@ def main():
     ap.add_argument("--kernels", required=True)
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--bench-only", action="store_true")
+    ap.add_argument("--only", help="check one example (e.g. under compute-sanitizer)")
     args = ap.parse_args()
+    if args.only:
+        if args.only not in EXAMPLES:
+            print(f"check_variants: no example '{args.only}'", file=sys.stderr)
+            return 2
+        for name in list(EXAMPLES):
+            if name != args.only:
+                del EXAMPLES[name]
     ok = True
     if not args.bench_only:
         ok = run_checks(args.kernels)

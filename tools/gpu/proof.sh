@@ -149,8 +149,19 @@ for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
       >> "$out/sanitize.txt"
   done
 done
+# The document mask's two kernels (block mask, then attention through its
+# workspace), from Python, under memcheck.
+if [ -e "$kernels/var_document_mask_bf16_c1.plan.json" ]; then
+  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    python3 "$root/tools/gpu/check_variants.py" --kernels "$kernels" \
+    --check-only --only document_mask > "$out/sanitize.log" 2>&1
+  status=$?
+  [ $status -ne 0 ] && sanitize_status=1
+  { echo "== document_mask (Python, 8 cases) memcheck: exit $status";
+    grep -E "ERROR SUMMARY|cases passed" "$out/sanitize.log"; } >> "$out/sanitize.txt"
+fi
 rm -f "$out/sanitize.log"
-stage compute-sanitizer "$(verdict $sanitize_status)" "$(grep -c 'exit 0' "$out/sanitize.txt") of 4 runs clean (sanitize.txt)"
+stage compute-sanitizer "$(verdict $sanitize_status)" "$(grep -c 'exit 0' "$out/sanitize.txt") of $(grep -c '^== .*: exit' "$out/sanitize.txt") runs clean (sanitize.txt)"
 fi
 
 # 7. A short benchmark: bf16 d = 128 at S = 4096.
