@@ -311,7 +311,8 @@ Value HookEmitter::emitOp(Operation &op) {
         // Approximate division (div.full.f32 class, as Triton's default);
         // a division by a constant becomes a multiplication.
         auto flags = LLVM::FastmathFlagsAttr::get(
-            b.getContext(), LLVM::FastmathFlags::arcp | LLVM::FastmathFlags::afn);
+            b.getContext(),
+            LLVM::FastmathFlags::arcp | LLVM::FastmathFlags::afn);
         return LLVM::FDivOp::create(b, loc, in(op, 0), in(op, 1), flags);
       })
       .Case([&](arith::NegFOp) -> Value {

@@ -26,91 +26,85 @@
 
 namespace flashtile::attn::lowering {
 
-using mlir::ArrayRef;
-using mlir::DenseMap;
-using mlir::Operation;
-using mlir::Region;
-using mlir::SmallVector;
-using mlir::Type;
-using mlir::Value;
-using mlir::ValueRange;
-
 /// Emits the body of a hook region for one set of argument values.
 class HookEmitter {
 public:
-  HookEmitter(Emitter &e, Operation *anchor) : e(e), anchor(anchor) {}
+  HookEmitter(Emitter &e, mlir::Operation *anchor) : e(e), anchor(anchor) {}
 
   /// The values `hook` yields when its block arguments are `args` (each
   /// plus the constant in `argOffsets`, when given). With `scoreFactor`, the
   /// first argument stands for args[0] * scoreFactor.
-  SmallVector<Value> emitAll(Region &hook, ValueRange args,
-                             ArrayRef<int64_t> argOffsets = {},
-                             Value scoreFactor = {});
+  llvm::SmallVector<mlir::Value>
+  emitAll(mlir::Region &hook, mlir::ValueRange args,
+          llvm::ArrayRef<int64_t> argOffsets = {},
+          mlir::Value scoreFactor = {});
   /// The one value a score_mod / mask_mod yields.
-  Value emit(Region &hook, ValueRange args, ArrayRef<int64_t> argOffsets = {},
-             Value scoreFactor = {}) {
+  mlir::Value emit(mlir::Region &hook, mlir::ValueRange args,
+                   llvm::ArrayRef<int64_t> argOffsets = {},
+                   mlir::Value scoreFactor = {}) {
     return emitAll(hook, args, argOffsets, scoreFactor).front();
   }
 
 private:
-  Value emitOp(Operation &op);
-  Type convert(Type type) {
+  mlir::Value emitOp(mlir::Operation &op);
+  mlir::Type convert(mlir::Type type) {
     return type.isIndex() ? e.builder().getI32Type() : type;
   }
-  Value in(Operation &op, unsigned i) { return get(op.getOperand(i)); }
+  mlir::Value in(mlir::Operation &op, unsigned i) {
+    return get(op.getOperand(i));
+  }
   /// The emitted value of hook value `v`.
-  Value get(Value v);
+  mlir::Value get(mlir::Value v);
   /// Index arithmetic as base + constant (a null base is a constant).
   struct Affine {
-    Value base;
+    mlir::Value base;
     int64_t offset = 0;
   };
-  Affine affineOf(Value v);
+  Affine affineOf(mlir::Value v);
   /// addi / subi of indices, kept as base + constant so that elements whose
   /// positions differ by constants share the code of equal bases.
-  std::optional<Affine> affineStep(Operation &op);
+  std::optional<Affine> affineStep(mlir::Operation &op);
   /// A float kept as raw * factor: the score before its softmax scale. A
   /// multiplication or division by a constant folds into the factor, which
   /// is the same for every element, so a softcap's (score * scale) / cap
   /// costs one multiply per score.
   struct Scaled {
-    Value raw, factor;
+    mlir::Value raw, factor;
   };
-  std::optional<Scaled> scaledStep(Operation &op);
+  std::optional<Scaled> scaledStep(mlir::Operation &op);
   template <typename LLVMOp, typename... Attrs>
-  Value binary(Operation &op, Attrs... attrs) {
+  mlir::Value binary(mlir::Operation &op, Attrs... attrs) {
     return LLVMOp::create(e.builder(), op.getLoc(), in(op, 0), in(op, 1),
                           attrs...);
   }
-  template <typename LLVMOp>
-  Value convertOp(Operation &op) {
+  template <typename LLVMOp> mlir::Value convertOp(mlir::Operation &op) {
     return LLVMOp::create(e.builder(), op.getLoc(),
                           convert(op.getResult(0).getType()), in(op, 0));
   }
   /// Integer resize of `value` to `to`, sign- or zero-extending.
-  Value resize(Value value, Type to, bool isSigned);
+  mlir::Value resize(mlir::Value value, mlir::Type to, bool isSigned);
   /// `fn` computed in f32 on a value of any float type.
-  Value inF32(Value x, llvm::function_ref<Value(Value)> fn);
-  Value erf(Value x);
-  Value load(mlir::memref::LoadOp op);
-  Value size(attn::SizeOp op);
+  mlir::Value inF32(mlir::Value x,
+                    llvm::function_ref<mlir::Value(mlir::Value)> fn);
+  mlir::Value erf(mlir::Value x);
+  mlir::Value load(mlir::memref::LoadOp op);
+  mlir::Value size(attn::SizeOp op);
 
   Emitter &e;
-  Operation *anchor;
-  DenseMap<Value, Value> values;
-  DenseMap<Value, Affine> affine;
-  DenseMap<Value, Scaled> scaled;
+  mlir::Operation *anchor;
+  llvm::DenseMap<mlir::Value, mlir::Value> values;
+  llvm::DenseMap<mlir::Value, Affine> affine;
+  llvm::DenseMap<mlir::Value, Scaled> scaled;
   /// factor * constant, shared by every emit.
-  std::map<std::pair<void *, uint32_t>, Value> factors;
+  std::map<std::pair<void *, uint32_t>, mlir::Value> factors;
   /// Emitted bases and materialized (base, offset) pairs, shared by every
   /// emit of this emitter (it emits in one straight line).
-  std::map<std::tuple<int, void *, void *>, Value> bases;
-  std::map<std::pair<void *, int64_t>, Value> materialized;
+  std::map<std::tuple<int, void *, void *>, mlir::Value> bases;
+  std::map<std::pair<void *, int64_t>, mlir::Value> materialized;
   /// memref values of the hook: their extra argument's first kernel
   /// parameter.
-  DenseMap<Value, int64_t> tensors;
+  llvm::DenseMap<mlir::Value, int64_t> tensors;
 };
-
 
 } // namespace flashtile::attn::lowering
 

@@ -89,7 +89,9 @@ public:
   FailureOr<Interval> run();
 
 private:
-  Value constant(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value constant(int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  }
   Interval whole() {
     return {constant(-kKeyRangeUnbounded), constant(kKeyRangeUnbounded),
             Mono::Const, Mono::Const, true, true, /*exact=*/false};
