@@ -28,24 +28,14 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   Location loc = ranges.getLoc();
   OpBuilder b(kernel);
   std::vector<plan::Param> abi = getKernelParams(kernel);
-  SmallVector<int64_t> extraParams;
-  for (unsigned i = 0; i < kernel.getExtraArgs().size(); ++i) {
-    std::string name = kernel.getExtraArgName(i).str();
-    for (auto [index, param] : llvm::enumerate(abi))
-      if (param.source.arg == name &&
-          (param.source.kind == plan::ParamSource::Kind::Data ||
-           param.source.kind == plan::ParamSource::Kind::Scalar)) {
-        extraParams.push_back(index);
-        break;
-      }
-  }
   auto func = LLVM::LLVMFuncOp::create(
       b, loc, (kernel.getSymName() + kBlockRangesKernelSuffix).str(),
       getKernelFuncType(ctx, abi));
   func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                 b.getDenseI32ArrayAttr({int32_t(kBlockRangesThreads), 1, 1}));
-  func->setAttr(kExtraParamsAttrName, b.getDenseI64ArrayAttr(extraParams));
+  func->setAttr(kExtraParamsAttrName,
+                b.getDenseI64ArrayAttr(getExtraArgParamIndices(kernel)));
 
   Block *entry = func.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
@@ -151,15 +141,11 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   Value end = e.select(found, e.add(header->getArgument(2), 1), window.begin);
   Value wholeBegin = e.smax(begin, e.smin(header->getArgument(4), end));
   Value wholeEnd = e.smax(wholeBegin, e.smin(header->getArgument(5), end));
-  Value heads = ranges.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
-  Value mTiles = e.ceilDiv(seqlenQ, tileM);
-  Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
-  Value byteBase = e.mul64(e.sext64(index), e.i64(kBlockRangesFields * 4));
-  Value workspace = func.getArgument(func.getNumArguments() - 1);
+  Value rangeEntry = getBlockRangesEntry(e, func, ranges, batch, head, mBlock);
   Value out[] = {begin, wholeBegin, wholeEnd, end};
   Value addresses[kBlockRangesFields];
   for (int64_t f = 0; f < kBlockRangesFields; ++f)
-    addresses[f] = e.gep(workspace, e.add64(byteBase, e.i64(4 * f)));
+    addresses[f] = e.gep(rangeEntry, e.i32(4 * f));
   Value isFirst = e.cmp(LLVM::ICmpPredicate::eq, tid, e.i32(0));
   IRRewriter rewriter(b);
   emitIf(rewriter, loc, isFirst, [&] {

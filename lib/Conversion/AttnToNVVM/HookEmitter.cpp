@@ -243,9 +243,6 @@ Value HookEmitter::emitOp(Operation &op) {
                                           LLVM::FastmathFlags::afn);
   auto contract = LLVM::FastmathFlagsAttr::get(b.getContext(),
                                                LLVM::FastmathFlags::contract);
-  auto approx = [&](Value x, function_ref<Value(Value)> fn) {
-    return inF32(x, fn);
-  };
   return TypeSwitch<Operation *, Value>(&op)
       .Case([&](arith::ConstantOp c) -> Value {
         Type type = convert(c.getType());
@@ -345,33 +342,33 @@ Value HookEmitter::emitOp(Operation &op) {
       // Transcendentals on the SFU: tanh.approx.f32 (sm_75 and later; every
       // chip of the Arch table has it), ex2/lg2.approx, sin/cos.approx.
       .Case([&](math::TanhOp) {
-        return approx(in(op, 0), [&](Value x) -> Value {
+        return inF32(in(op, 0), [&](Value x) -> Value {
           return LLVM::TanhOp::create(b, loc, x, afn);
         });
       })
       .Case([&](math::ExpOp) {
-        return approx(in(op, 0), [&](Value x) {
+        return inF32(in(op, 0), [&](Value x) {
           return e.exp2(e.fmul(x, e.f32(static_cast<float>(M_LOG2E))));
         });
       })
       .Case([&](math::Exp2Op) {
-        return approx(in(op, 0), [&](Value x) { return e.exp2(x); });
+        return inF32(in(op, 0), [&](Value x) { return e.exp2(x); });
       })
       .Case([&](math::LogOp) {
-        return approx(in(op, 0), [&](Value x) {
+        return inF32(in(op, 0), [&](Value x) {
           return e.fmul(e.log2(x), e.f32(static_cast<float>(M_LN2)));
         });
       })
       .Case([&](math::Log2Op) {
-        return approx(in(op, 0), [&](Value x) { return e.log2(x); });
+        return inF32(in(op, 0), [&](Value x) { return e.log2(x); });
       })
       .Case([&](math::SqrtOp) {
-        return approx(in(op, 0), [&](Value x) -> Value {
+        return inF32(in(op, 0), [&](Value x) -> Value {
           return LLVM::SqrtOp::create(b, loc, x, afn);
         });
       })
       .Case([&](math::RsqrtOp) {
-        return approx(in(op, 0), [&](Value x) -> Value {
+        return inF32(in(op, 0), [&](Value x) -> Value {
           return LLVM::CallIntrinsicOp::create(
                      b, loc, b.getF32Type(),
                      b.getStringAttr("llvm.nvvm.rsqrt.approx.f"), ValueRange{x})
@@ -389,7 +386,7 @@ Value HookEmitter::emitOp(Operation &op) {
         // x^y = 2^(y log2 x): exact for x > 0 up to the SFU's error, and
         // 0^y = 0 for y > 0; a negative base gives NaN.
         Value y = in(op, 1);
-        return approx(in(op, 0), [&](Value x) {
+        return inF32(in(op, 0), [&](Value x) {
           Value yf = y.getType() == x.getType()
                          ? y
                          : Value(LLVM::FPExtOp::create(b, loc, x.getType(), y));
@@ -397,7 +394,7 @@ Value HookEmitter::emitOp(Operation &op) {
         });
       })
       .Case([&](math::ErfOp) {
-        return approx(in(op, 0), [&](Value x) { return erf(x); });
+        return inF32(in(op, 0), [&](Value x) { return erf(x); });
       })
       .Case([&](math::FmaOp) -> Value {
         return LLVM::FMAOp::create(b, loc, in(op, 0), in(op, 1), in(op, 2));
@@ -409,12 +406,12 @@ Value HookEmitter::emitOp(Operation &op) {
         return LLVM::FCeilOp::create(b, loc, in(op, 0));
       })
       .Case([&](math::SinOp) {
-        return approx(in(op, 0), [&](Value x) -> Value {
+        return inF32(in(op, 0), [&](Value x) -> Value {
           return LLVM::SinOp::create(b, loc, x, afn);
         });
       })
       .Case([&](math::CosOp) {
-        return approx(in(op, 0), [&](Value x) -> Value {
+        return inF32(in(op, 0), [&](Value x) -> Value {
           return LLVM::CosOp::create(b, loc, x, afn);
         });
       })

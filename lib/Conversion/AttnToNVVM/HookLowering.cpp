@@ -70,6 +70,20 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
   }
 };
 
+/// Replaces `op` (attn.key_range or attn.block_ranges) with its `within`
+/// tile range intersected with `mask`.
+template <typename OpTy, typename Adaptor>
+static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
+                                    OpTy op, Adaptor adaptor, Emitter &e,
+                                    const KVTileRange<Value> &mask) {
+  KVTileRange<Value> within{
+      adaptor.getWithinBegin(), adaptor.getWithinUnmaskedBegin(),
+      adaptor.getWithinUnmaskedEnd(), adaptor.getWithinEnd()};
+  KVTileRange<Value> range = intersectTileRanges(e, within, mask);
+  rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
+                          range.unmaskedEnd, range.end});
+}
+
 /// The tile range of attn.kv_bounds refined by the mask's key interval,
 /// evaluated at the query tile's first and last valid rows (the interval is
 /// monotone in the row); the arithmetic is KVBounds.h's.
@@ -91,13 +105,7 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
     KVTileRange<Value> mask = computeKeyRangeTiles(
         e, at0[0], at0[1], at1[0], at1[1], adaptor.getSeqlenK(), tileN,
         op.getExact());
-    KVTileRange<Value> within{adaptor.getWithinBegin(),
-                              adaptor.getWithinUnmaskedBegin(),
-                              adaptor.getWithinUnmaskedEnd(),
-                              adaptor.getWithinEnd()};
-    KVTileRange<Value> range = intersectTileRanges(e, within, mask);
-    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
-                            range.unmaskedEnd, range.end});
+    replaceWithRefinedRange(rewriter, op, adaptor, e, mask);
     return success();
   }
 };
@@ -112,30 +120,19 @@ struct BlockRangesLowering : public AttnOpLoweringPattern<BlockRangesOp> {
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
     Emitter &e = ctx.e;
-    auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
-    Value workspace = func.getArgument(func.getNumArguments() - 1);
-    Value mTiles = e.ceilDiv(adaptor.getSeqlenQ(), op.getTileM());
-    Value heads = op.getPerHead() ? getKernelParam(op, kParamHeadsQ) : e.i32(1);
     Value head = op.getPerHead() ? adaptor.getHead() : e.i32(0);
-    Value entry = e.add(e.mul(e.add(e.mul(adaptor.getBatch(), heads), head),
-                              mTiles),
-                        adaptor.getMBlock());
-    Value base = e.mul64(e.sext64(entry), e.i64(kBlockRangesFields * 4));
+    Value entry = getBlockRangesEntry(
+        e, op->getParentOfType<LLVM::LLVMFuncOp>(), op, adaptor.getBatch(),
+        head, adaptor.getMBlock());
     Value fields[kBlockRangesFields];
-    for (int64_t f = 0; f < kBlockRangesFields; ++f) {
-      Value address = e.gep(workspace, e.add64(base, e.i64(4 * f)));
+    for (int64_t f = 0; f < kBlockRangesFields; ++f)
       fields[f] = LLVM::LoadOp::create(rewriter, op.getLoc(),
-                                       rewriter.getI32Type(), address,
+                                       rewriter.getI32Type(),
+                                       e.gep(entry, e.i32(4 * f)),
                                        /*alignment=*/4);
-    }
-    KVTileRange<Value> within{adaptor.getWithinBegin(),
-                              adaptor.getWithinUnmaskedBegin(),
-                              adaptor.getWithinUnmaskedEnd(),
-                              adaptor.getWithinEnd()};
-    KVTileRange<Value> mask{fields[0], fields[1], fields[2], fields[3]};
-    KVTileRange<Value> range = intersectTileRanges(e, within, mask);
-    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
-                            range.unmaskedEnd, range.end});
+    replaceWithRefinedRange(
+        rewriter, op, adaptor, e,
+        KVTileRange<Value>{fields[0], fields[1], fields[2], fields[3]});
     return success();
   }
 };

@@ -91,6 +91,17 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   return params;
 }
 
+std::vector<int64_t> flashtile::getExtraArgParamIndices(KernelOp kernel) {
+  std::vector<int64_t> indices;
+  int64_t next = kNumFixedKernelParams;
+  for (BlockArgument arg : kernel.getExtraArgs()) {
+    indices.push_back(next);
+    auto memref = dyn_cast<MemRefType>(arg.getType());
+    next += memref ? 1 + 2 * memref.getRank() : 1;
+  }
+  return indices;
+}
+
 BlockRangesOp flashtile::getBlockRanges(KernelOp kernel) {
   auto ops = kernel.getBodyBlock().getOps<BlockRangesOp>();
   return ops.empty() ? BlockRangesOp() : *ops.begin();

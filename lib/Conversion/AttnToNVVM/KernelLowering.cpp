@@ -72,9 +72,7 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     // Extra arguments: a tensor becomes a standard memref descriptor of its
     // pointer, extents and strides; a scalar is its parameter.
     unsigned next = kNumFixedKernelParams;
-    SmallVector<int64_t> extraParams;
     for (BlockArgument extra : op.getExtraArgs()) {
-      extraParams.push_back(next);
       auto memref = dyn_cast<MemRefType>(extra.getType());
       if (!memref) {
         tensors.push_back(arg(next++));
@@ -105,7 +103,7 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       ++next;
     assert(next == abi.size() && "every parameter is consumed");
     func->setAttr(kExtraParamsAttrName,
-                  rewriter.getDenseI64ArrayAttr(extraParams));
+                  rewriter.getDenseI64ArrayAttr(getExtraArgParamIndices(op)));
 
     rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
                                tensors);

@@ -267,6 +267,17 @@ Value ScoreTileCoords::col(int64_t j, int64_t r) {
   return e.add(colBase, 8 * j + FragmentLayout::accElementOffset(r).second);
 }
 
+Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
+                                   BlockRangesOp op, Value batch, Value head,
+                                   Value mBlock) {
+  Value heads = op.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
+  Value mTiles = e.ceilDiv(func.getArgument(kParamSeqlenQ), op.getTileM());
+  Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
+  Value workspace = func.getArgument(func.getNumArguments() - 1);
+  return e.gep(workspace,
+               e.mul64(e.sext64(index), e.i64(kBlockRangesFields * 4)));
+}
+
 Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
   auto module = anchor->getParentOfType<ModuleOp>();
   OpBuilder &b = e.builder();

@@ -153,6 +153,14 @@ int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
 /// argument, its first parameter.
 constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";
 
+/// The address of field 0 of the kv_ranges entry (KernelABI.h) of query
+/// tile `mBlock` of `batch` and `head` (0 unless the block mask is per
+/// head), in a kernel whose llvm.func takes the workspace last; fields are
+/// consecutive i32.
+mlir::Value getBlockRangesEntry(Emitter &e, mlir::LLVM::LLVMFuncOp func,
+                                attn::BlockRangesOp op, mlir::Value batch,
+                                mlir::Value head, mlir::Value mBlock);
+
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 

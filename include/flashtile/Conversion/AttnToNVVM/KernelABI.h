@@ -72,6 +72,10 @@ enum GridAxis : unsigned { kGridAxisMBlock = 0, kGridAxisHead, kGridAxisBatch };
 /// arguments'.
 std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 
+/// The position in getKernelParams of each extra argument's first
+/// parameter: a scalar's value, or a tensor's pointer (then its sizes and
+/// strides).
+std::vector<int64_t> getExtraArgParamIndices(attn::KernelOp kernel);
 /// The grid, per axis of GridAxis, over the named sizes. `kernel` must have
 /// a config.
 std::array<plan::Expr, 3> getKernelGrid(attn::KernelOp kernel);

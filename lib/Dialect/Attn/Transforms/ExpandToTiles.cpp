@@ -154,9 +154,7 @@ static void cloneHook(OpBuilder &b, KernelOp kernel, Region &from,
         continue;
       Value &replacement = replacements[arg];
       if (!replacement)
-        replacement = KernelArgOp::create(
-            b, arg.getLoc(), arg.getType(),
-            arg.getArgNumber() - KernelOp::kNumTensors);
+        replacement = KernelArgOp::create(b, arg.getLoc(), arg);
       operand.set(replacement);
     }
   });

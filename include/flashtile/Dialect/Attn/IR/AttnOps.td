@@ -201,6 +201,10 @@ def Attn_KernelArgOp : Attn_Op<"kernel_arg", [Pure]> {
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
   let results = (outs AnyType:$result);
+  let builders = [OpBuilder<(ins "::mlir::BlockArgument":$kernelArg), [{
+    build($_builder, $_state, kernelArg.getType(),
+          kernelArg.getArgNumber() - KernelOp::kNumTensors);
+  }]>];
   let assemblyFormat = "$index attr-dict `:` qualified(type($result))";
   let hasVerifier = 1;
 }
