@@ -180,9 +180,21 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   // A run-time block mask: its kernel runs first and fills the workspace
   // the attention kernel reads.
   if (BlockRangesOp ranges = getBlockRanges(kernel)) {
+    addKernel(p.name + kBlockTilesKernelSuffix, kBlockTilesThreads, 0,
+              getBlockTilesGrid(ranges));
     addKernel(p.name + kBlockRangesKernelSuffix, kBlockRangesThreads, 0,
               getBlockRangesGrid(ranges));
     p.workspaces.push_back({kBlockRangesWorkspace, getBlockRangesBytes(ranges)});
+    p.workspaces.push_back({kBlockTilesWorkspace, getBlockTilesBytes(ranges)});
+    p.checks.push_back(getBlockTilesCheck(ranges));
+  }
+  // A diagonal table: its kernel runs first and fills the workspace the
+  // attention kernel's score_mod reads.
+  if (DiagonalTable table = getDiagonalTable(kernel)) {
+    addKernel(p.name + kDiagonalTableKernelSuffix, kDiagonalTableThreads, 0,
+              getDiagonalTableGrid(table));
+    p.workspaces.push_back(
+        {kDiagonalTableWorkspace, getDiagonalTableBytes(table)});
   }
   addKernel(p.name, kernel.getConfigAttr().getWarps() * kWarpSize,
             *kernel.getSmemBytes(), getKernelGrid(kernel));

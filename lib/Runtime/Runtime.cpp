@@ -1284,6 +1284,15 @@ bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
   } else if (!check(args, error, &checked)) {
     return false;
   }
+  for (size_t w = 0; w < options.workspaces.size() && w < plan.workspaces.size();
+       ++w)
+    if (reinterpret_cast<uintptr_t>(options.workspaces[w]) %
+            kWorkspaceAlignBytes !=
+        0) {
+      error = concat("workspace ", plan.workspaces[w].name, " must start ",
+                     kWorkspaceAlignBytes, "-byte aligned");
+      return false;
+    }
   std::vector<int64_t> toLaunch;
   for (int64_t k : checked.kernels) {
     const std::array<int64_t, 3> &g = checked.grids[k];

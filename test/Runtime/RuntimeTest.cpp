@@ -442,6 +442,11 @@ TEST(RuntimeNoDispatchTest, EmptyLaunchNeedsNoDriverAndErrorsComeFirst) {
   args.build();
   EXPECT_FALSE(family->launch(args.values, nullptr, error));
   EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
+  // A caller's workspace must be aligned: checked before the driver.
+  LaunchOptions options;
+  options.workspaces = {reinterpret_cast<void *>(uintptr_t(0x1008))};
+  EXPECT_FALSE(family->launch(args.values, nullptr, error, options));
+  EXPECT_EQ(error, "workspace partials must start 16-byte aligned");
 }
 
 TEST(RuntimeLoadTest, LoadsPlansAndCubins) {

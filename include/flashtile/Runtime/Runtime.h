@@ -117,12 +117,17 @@ struct PackedParams {
   std::vector<void *> pointers;
 };
 
+/// The alignment kernels may assume of a workspace (they read some 16 bytes
+/// at a time).
+inline constexpr uint64_t kWorkspaceAlignBytes = 16;
+
 /// Options of one launch.
 struct LaunchOptions {
   /// Caller-provided device buffers for the plan's workspaces, in the plan's
   /// order; an absent or null entry is allocated by the launch (stream
   /// ordered, freed after the kernels on the same stream). A given buffer
-  /// must hold at least the workspace's bytes.
+  /// must hold at least the workspace's bytes and start
+  /// kWorkspaceAlignBytes-aligned.
   std::vector<void *> workspaces;
 };
 

@@ -82,7 +82,10 @@ struct ConvertAttnToNVVMPass
       if (failed(checkLowerable(kernel)))
         return signalPassFailure();
       if (getBlockRanges(kernel) &&
-          failed(lowering::buildBlockRangesKernel(kernel)))
+          failed(lowering::buildBlockMaskKernels(kernel)))
+        return signalPassFailure();
+      if (getDiagonalTable(kernel) &&
+          failed(lowering::buildDiagonalTableKernel(kernel)))
         return signalPassFailure();
       LowerToLLVMOptions options(ctx);
       options.overrideIndexBitwidth(32);

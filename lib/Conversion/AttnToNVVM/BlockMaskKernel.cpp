@@ -1,7 +1,11 @@
-//===- BlockMaskKernel.cpp - The run-time block mask's kernel -------------===//
+//===- BlockMaskKernel.cpp - The run-time block mask's kernels ------------===//
 //
-// The `<name>_kv_ranges` kernel of a kernel with attn.block_ranges
-// (KernelABI.h): same parameters, written directly as an llvm.func.
+// The `<name>_kv_tiles` and `<name>_kv_ranges` kernels of a kernel with
+// attn.block_ranges (KernelABI.h): same parameters, written directly as
+// llvm.funcs. The mask is evaluated once per score position of every
+// (query tile, KV tile) pair the window allows, which is as much work as a
+// score_mod; one block per pair spreads it over the whole GPU. A second,
+// small kernel then scans each query tile's bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,35 +18,48 @@ using namespace flashtile;
 using namespace flashtile::attn;
 using namespace flashtile::attn::lowering;
 
-/// The block-mask kernel: one block of kBlockRangesThreads threads per
-/// (query tile, head or 0, batch). For each KV tile the window allows, in
-/// order, every thread evaluates the mask_mod on its share of the tile's
-/// elements (positions clamped to the last row and key), and two barrier
-/// reductions tell every thread whether any element is kept and whether
-/// every element of a valid row is. The first and last tiles with a kept key
-/// and the longest run of whole tiles are tracked in registers (uniform
-/// across the block) and thread 0 writes them.
-LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
-  BlockRangesOp ranges = getBlockRanges(kernel);
-  MLIRContext *ctx = kernel.getContext();
-  Location loc = ranges.getLoc();
-  OpBuilder b(kernel);
-  std::vector<plan::Param> abi = getKernelParams(kernel);
+namespace {
+
+/// An llvm.func taking `kernel`'s parameters, named with `suffix`, for
+/// blocks of `threads` threads; its entry block is the builder's insertion
+/// point.
+LLVM::LLVMFuncOp createKernelFunc(OpBuilder &b, KernelOp kernel,
+                                  StringRef suffix, int64_t threads,
+                                  Location loc) {
   auto func = LLVM::LLVMFuncOp::create(
-      b, loc, (kernel.getSymName() + kBlockRangesKernelSuffix).str(),
-      getKernelFuncType(ctx, abi));
+      b, loc, (kernel.getSymName() + suffix).str(),
+      getKernelFuncType(kernel.getContext(), getKernelParams(kernel)));
   func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                b.getDenseI32ArrayAttr({int32_t(kBlockRangesThreads), 1, 1}));
-  func->setAttr(kExtraParamsAttrName,
-                b.getDenseI64ArrayAttr(getExtraArgParamIndices(kernel)));
+                b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  annotateKernelFunc(func, kernel);
+  b.setInsertionPointToStart(func.addEntryBlock(b));
+  return func;
+}
 
-  Block *entry = func.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
+KVTiling getTiling(KernelOp kernel, BlockRangesOp ranges) {
+  ProblemAttr problem = kernel.getProblemInfo();
+  return KVTiling{int64_t(ranges.getTileM()), int64_t(ranges.getTileN()),
+                  problem.getWindowLeft(), problem.getWindowRight()};
+}
+
+/// The block-mask classification kernel: one block per (query tile, KV
+/// tile) pair, x = mBlock * KV tiles + nBlock. A pair outside the window's
+/// tile range returns at once (nothing reads its byte). Otherwise every
+/// thread evaluates the mask_mod on its share of the tile's positions (one
+/// key, every kBlockTilesThreads / tile_n-th row; each clamped to the last
+/// row and key), and two barrier reductions tell
+/// whether any position keeps a visible key and whether every visible
+/// position of a valid row is kept; thread 0 writes the byte.
+void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
+  Location loc = ranges.getLoc();
+  OpBuilder b(kernel);
+  auto func = createKernelFunc(b, kernel, kBlockTilesKernelSuffix,
+                               kBlockTilesThreads, loc);
   Emitter e(b, loc);
-  Type i32 = b.getI32Type(), i1 = b.getI1Type();
+  Type i1 = b.getI1Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value mBlock = NVVM::BlockIdXOp::create(b, loc, i32);
+  Value pair = NVVM::BlockIdXOp::create(b, loc, i32);
   Value head = ranges.getPerHead()
                    ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
                    : e.i32(0);
@@ -50,60 +67,53 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   Value seqlenQ = func.getArgument(kParamSeqlenQ);
   Value seqlenK = func.getArgument(kParamSeqlenK);
   int64_t tileM = ranges.getTileM(), tileN = ranges.getTileN();
-  ProblemAttr problem = kernel.getProblemInfo();
-  KVTiling tiling{tileM, tileN, problem.getWindowLeft(),
-                  problem.getWindowRight()};
+  KVTiling tiling = getTiling(kernel, ranges);
+  Value nTiles = e.ceilDiv(seqlenK, tileN);
+  Value mBlock = LLVM::UDivOp::create(b, loc, pair, nTiles);
+  Value nBlock = e.sub(pair, e.mul(mBlock, nTiles));
   KVTileRange<Value> window =
       computeKVTileRange(e, mBlock, seqlenQ, seqlenK, tiling);
-  Value firstRow = e.mul(mBlock, tileM);
-  Value lastRow = e.sub(seqlenQ, e.i32(1));
-  Value lastKey = e.sub(seqlenK, e.i32(1));
-  Value offset = e.sub(seqlenK, seqlenQ);
-  Value none = e.i32(-1);
-
-  // header(n, firstAny, lastAny, runStart, bestBegin, bestEnd)
-  SmallVector<Type> stateTypes(6, i32);
-  SmallVector<Location> locs(6, loc);
-  Block *header = b.createBlock(&func.getBody(), func.getBody().end(),
-                                stateTypes, locs);
+  Value inWindow = LLVM::AndOp::create(b, loc, e.sge(nBlock, window.begin),
+                                       e.slt(nBlock, window.end));
+  Block *entry = b.getInsertionBlock();
   Block *body = b.createBlock(&func.getBody(), func.getBody().end());
   Block *exit = b.createBlock(&func.getBody(), func.getBody().end());
   b.setInsertionPointToEnd(entry);
-  LLVM::BrOp::create(b, loc,
-                     ValueRange{window.begin, none, none, none, e.i32(0),
-                                e.i32(0)},
-                     header);
-
-  b.setInsertionPointToEnd(header);
-  Value n = header->getArgument(0);
-  LLVM::CondBrOp::create(b, loc, e.slt(n, window.end), body, ValueRange{},
-                         exit, ValueRange{});
+  LLVM::CondBrOp::create(b, loc, inWindow, body, exit);
 
   b.setInsertionPointToEnd(body);
+  Value firstRow = e.mul(mBlock, tileM);
+  Value firstKey = e.mul(nBlock, tileN);
+  Value lastRow = e.sub(seqlenQ, e.i32(1));
+  Value lastKey = e.sub(seqlenK, e.i32(1));
+  Value offset = e.sub(seqlenK, seqlenQ);
+  Value yes = LLVM::ConstantOp::create(b, loc, i1, 1);
   HookEmitter hooks(e, tid.getDefiningOp());
   Value anyKept = LLVM::ConstantOp::create(b, loc, i1, 0);
-  Value allKept = LLVM::ConstantOp::create(b, loc, i1, 1);
-  int64_t steps = tileM * tileN / kBlockRangesThreads;
+  Value allKept = yes;
+  // Each thread keeps one key of the tile and steps over rows, so that
+  // what the mask computes from the key is computed once.
+  assert(kBlockTilesThreads % tileN == 0 && tileM * tileN % kBlockTilesThreads == 0 &&
+         "configs' tiles divide the block");
+  int64_t rowsPerStep = kBlockTilesThreads / tileN;
+  int64_t steps = tileM / rowsPerStep;
+  Value k = e.add(firstKey, e.urem(tid, tileN));
+  Value key = e.smin(k, lastKey);
+  Value row0 = e.add(firstRow, e.udiv(tid, tileN));
   for (int64_t step = 0; step < steps; ++step) {
-    Value element = e.add(tid, step * kBlockRangesThreads);
-    Value q = e.add(firstRow, e.udiv(element, tileN));
-    Value k = e.add(e.mul(n, tileN), e.urem(element, tileN));
+    Value q = e.add(row0, step * rowsPerStep);
     Value rowValid = e.slt(q, seqlenQ);
     KeyWindow<Value> keys = computeKeyWindow(
         e, e.add(q, offset), seqlenK, tiling.windowLeft, tiling.windowRight);
-    Value hidden = isKeyMasked(e, keys, k);
+    Value visible = LLVM::XOrOp::create(b, loc, isKeyMasked(e, keys, k), yes);
     Value keep = hooks.emit(ranges.getMaskMod(),
-                            {batch, head, e.smin(q, lastRow),
-                             e.smin(k, lastKey)});
-    Value notHidden = LLVM::XOrOp::create(
-        b, loc, hidden, LLVM::ConstantOp::create(b, loc, i1, 1));
+                            {batch, head, e.smin(q, lastRow), key});
     keep = LLVM::AndOp::create(
-        b, loc, LLVM::AndOp::create(b, loc, keep, notHidden), rowValid);
+        b, loc, LLVM::AndOp::create(b, loc, keep, visible), rowValid);
     anyKept = LLVM::OrOp::create(b, loc, anyKept, keep);
-    Value rowInvalid = LLVM::XOrOp::create(
-        b, loc, rowValid, LLVM::ConstantOp::create(b, loc, i1, 1));
-    allKept = LLVM::AndOp::create(
-        b, loc, allKept, LLVM::OrOp::create(b, loc, keep, rowInvalid));
+    Value rowInvalid = LLVM::XOrOp::create(b, loc, rowValid, yes);
+    allKept = LLVM::AndOp::create(b, loc, allKept,
+                                  LLVM::OrOp::create(b, loc, keep, rowInvalid));
   }
   auto reduce = [&](StringRef name, Value pred) -> Value {
     return LLVM::CallIntrinsicOp::create(b, loc, i1, b.getStringAttr(name),
@@ -112,30 +122,116 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   };
   Value anyTile = reduce("llvm.nvvm.barrier.cta.red.or.aligned.all", anyKept);
   Value allTile = reduce("llvm.nvvm.barrier.cta.red.and.aligned.all", allKept);
+  Value byte = LLVM::OrOp::create(
+      b, loc,
+      e.select(anyTile, LLVM::ConstantOp::create(b, loc, i8, kBlockTileAnyKept),
+               LLVM::ConstantOp::create(b, loc, i8, 0)),
+      e.select(allTile, LLVM::ConstantOp::create(b, loc, i8, kBlockTileAllKept),
+               LLVM::ConstantOp::create(b, loc, i8, 0)));
+  Value address =
+      getBlockTileEntry(e, func, ranges, batch, head, mBlock, nBlock);
+  IRRewriter rewriter(b);
+  emitIf(rewriter, loc, e.cmp(LLVM::ICmpPredicate::eq, tid, e.i32(0)), [&] {
+    LLVM::StoreOp::create(rewriter, loc, byte, address, /*alignment=*/1);
+  });
+  LLVM::BrOp::create(rewriter, loc, ValueRange(), exit);
+  rewriter.setInsertionPointToEnd(exit);
+  LLVM::ReturnOp::create(rewriter, loc, ValueRange());
+}
+
+/// The block-mask range kernel: one thread per query tile scans the bytes
+/// of the KV tiles in its window's range, in order, kBlockTilesRowAlign at a
+/// time (one 16-byte load each), tracking the first and last tiles with a
+/// kept key and the longest run of whole tiles, and writes (begin, whole
+/// begin, whole end, end). Bytes of a chunk outside the range count as
+/// neither. No kept key gives an empty range at the window's begin.
+void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
+  Location loc = ranges.getLoc();
+  OpBuilder b(kernel);
+  auto func = createKernelFunc(b, kernel, kBlockRangesKernelSuffix,
+                               kBlockRangesThreads, loc);
+  Emitter e(b, loc);
+  Type i32 = b.getI32Type();
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value mBlock = e.add(
+      e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kBlockRangesThreads), tid);
+  Value head = ranges.getPerHead()
+                   ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
+                   : e.i32(0);
+  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value seqlenQ = func.getArgument(kParamSeqlenQ);
+  Value seqlenK = func.getArgument(kParamSeqlenK);
+  Value mTiles = e.ceilDiv(seqlenQ, ranges.getTileM());
+  Block *entry = b.getInsertionBlock();
+  Block *start = b.createBlock(&func.getBody(), func.getBody().end());
+  // header(chunk, firstAny, lastAny, runStart, bestBegin, bestEnd)
+  SmallVector<Type> stateTypes(6, i32);
+  SmallVector<Location> locs(6, loc);
+  Block *header = b.createBlock(&func.getBody(), func.getBody().end(),
+                                stateTypes, locs);
+  Block *body = b.createBlock(&func.getBody(), func.getBody().end());
+  Block *done = b.createBlock(&func.getBody(), func.getBody().end());
+  Block *exit = b.createBlock(&func.getBody(), func.getBody().end());
+  b.setInsertionPointToEnd(entry);
+  LLVM::CondBrOp::create(b, loc, e.slt(mBlock, mTiles), start, exit);
+
+  b.setInsertionPointToEnd(start);
+  KVTileRange<Value> window = computeKVTileRange(
+      e, mBlock, seqlenQ, seqlenK, getTiling(kernel, ranges));
+  Value none = e.i32(-1);
+  Value rowStart =
+      getBlockTileEntry(e, func, ranges, batch, head, mBlock, e.i32(0));
+  LLVM::BrOp::create(b, loc,
+                     ValueRange{e.udiv(window.begin, kBlockTilesRowAlign),
+                                none, none, none, e.i32(0), e.i32(0)},
+                     header);
+
+  b.setInsertionPointToEnd(header);
+  Value chunk = header->getArgument(0);
+  Value first = e.mul(chunk, kBlockTilesRowAlign);
+  LLVM::CondBrOp::create(b, loc, e.slt(first, window.end), body, done);
+
+  b.setInsertionPointToEnd(body);
+  static_assert(kBlockTilesRowAlign == 16, "one vector<4xi32> per chunk");
+  auto v4i32 = VectorType::get({4}, i32);
+  Value words = LLVM::LoadOp::create(
+      b, loc, v4i32, e.gep(rowStart, e.sext64(first)), /*alignment=*/16);
   Value firstAny = header->getArgument(1), lastAny = header->getArgument(2);
   Value runStart = header->getArgument(3);
   Value bestBegin = header->getArgument(4), bestEnd = header->getArgument(5);
-  Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, firstAny, none);
-  firstAny = e.select(LLVM::AndOp::create(b, loc, anyTile, noneYet), n,
-                      firstAny);
-  lastAny = e.select(anyTile, n, lastAny);
-  Value noRun = e.cmp(LLVM::ICmpPredicate::eq, runStart, none);
-  Value start = e.select(noRun, n, runStart);
-  runStart = e.select(allTile, start, none);
-  Value longer = LLVM::AndOp::create(
-      b, loc, allTile,
-      e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(n, 1), start),
-            e.sub(bestEnd, bestBegin)));
-  bestBegin = e.select(longer, start, bestBegin);
-  bestEnd = e.select(longer, e.add(n, 1), bestEnd);
+  for (int64_t i = 0; i < kBlockTilesRowAlign; ++i) {
+    Value n = e.add(first, i);
+    Value word = LLVM::ExtractElementOp::create(b, loc, words, e.i32(i / 4));
+    Value byte = e.lshr(word, 8 * (i % 4));
+    Value inRange = LLVM::AndOp::create(b, loc, e.sge(n, window.begin),
+                                        e.slt(n, window.end));
+    auto bit = [&](int64_t mask) -> Value {
+      Value set = e.cmp(LLVM::ICmpPredicate::ne,
+                        LLVM::AndOp::create(b, loc, byte, e.i32(mask)),
+                        e.i32(0));
+      return LLVM::AndOp::create(b, loc, set, inRange);
+    };
+    Value anyTile = bit(kBlockTileAnyKept), allTile = bit(kBlockTileAllKept);
+    Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, firstAny, none);
+    firstAny = e.select(LLVM::AndOp::create(b, loc, anyTile, noneYet), n,
+                        firstAny);
+    lastAny = e.select(anyTile, n, lastAny);
+    Value noRun = e.cmp(LLVM::ICmpPredicate::eq, runStart, none);
+    Value runFrom = e.select(noRun, n, runStart);
+    runStart = e.select(allTile, runFrom, none);
+    Value longer = LLVM::AndOp::create(
+        b, loc, allTile,
+        e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(n, 1), runFrom),
+              e.sub(bestEnd, bestBegin)));
+    bestBegin = e.select(longer, runFrom, bestBegin);
+    bestEnd = e.select(longer, e.add(n, 1), bestEnd);
+  }
   LLVM::BrOp::create(b, loc,
-                     ValueRange{e.add(n, 1), firstAny, lastAny, runStart,
+                     ValueRange{e.add(chunk, 1), firstAny, lastAny, runStart,
                                 bestBegin, bestEnd},
                      header);
 
-  // Thread 0 writes (begin, whole begin, whole end, end); no kept key gives
-  // an empty range at the window's begin.
-  b.setInsertionPointToEnd(exit);
+  b.setInsertionPointToEnd(done);
   Value found = e.cmp(LLVM::ICmpPredicate::ne, header->getArgument(1), none);
   Value begin = e.select(found, header->getArgument(1), window.begin);
   Value end = e.select(found, e.add(header->getArgument(2), 1), window.begin);
@@ -143,16 +239,19 @@ LogicalResult lowering::buildBlockRangesKernel(KernelOp kernel) {
   Value wholeEnd = e.smax(wholeBegin, e.smin(header->getArgument(5), end));
   Value rangeEntry = getBlockRangesEntry(e, func, ranges, batch, head, mBlock);
   Value out[] = {begin, wholeBegin, wholeEnd, end};
-  Value addresses[kBlockRangesFields];
   for (int64_t f = 0; f < kBlockRangesFields; ++f)
-    addresses[f] = e.gep(rangeEntry, e.i32(4 * f));
-  Value isFirst = e.cmp(LLVM::ICmpPredicate::eq, tid, e.i32(0));
-  IRRewriter rewriter(b);
-  emitIf(rewriter, loc, isFirst, [&] {
-    for (int64_t f = 0; f < kBlockRangesFields; ++f)
-      LLVM::StoreOp::create(rewriter, loc, out[f], addresses[f],
-                            /*alignment=*/4);
-  });
-  LLVM::ReturnOp::create(rewriter, loc, ValueRange());
+    LLVM::StoreOp::create(b, loc, out[f], e.gep(rangeEntry, e.i32(4 * f)),
+                          /*alignment=*/4);
+  LLVM::BrOp::create(b, loc, ValueRange(), exit);
+  b.setInsertionPointToEnd(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
+} // namespace
+
+LogicalResult lowering::buildBlockMaskKernels(KernelOp kernel) {
+  BlockRangesOp ranges = getBlockRanges(kernel);
+  buildTilesKernel(kernel, ranges);
+  buildRangesKernel(kernel, ranges);
   return success();
 }

@@ -3,6 +3,7 @@
 #include "HookEmitter.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -82,6 +83,15 @@ HookEmitter::Affine HookEmitter::affineOf(Value v) {
 }
 
 std::optional<HookEmitter::Affine> HookEmitter::affineStep(Operation &op) {
+  // index <-> i32 is no conversion here (index is i32).
+  if (auto cast = dyn_cast<arith::IndexCastOp>(op)) {
+    if (convert(cast.getType()) != convert(cast.getIn().getType()))
+      return std::nullopt;
+    auto it = affine.find(cast.getIn());
+    if (it == affine.end())
+      return std::nullopt;
+    return it->second;
+  }
   bool isAdd = isa<arith::AddIOp>(op);
   if ((!isAdd && !isa<arith::SubIOp>(op)) ||
       !op.getResult(0).getType().isIndex())
@@ -129,6 +139,13 @@ SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args,
         values[arg.getResult()] = getKernelParam(anchor, param);
       continue;
     }
+    if (&op == diagonalTerm) {
+      values[op.getResult(0)] = diagonalTableRead(hook);
+      continue;
+    }
+    if (diagonalTerm && diagonalTerm->getParentRegion() == &hook &&
+        !neededOps.contains(&op))
+      continue;
     if (std::optional<Affine> step = affineStep(op)) {
       affine[op.getResult(0)] = *step;
       continue;
@@ -138,8 +155,53 @@ SmallVector<Value> HookEmitter::emitAll(Region &hook, ValueRange args,
       continue;
     }
     values[op.getResult(0)] = emitOp(op);
+    if (&op == stopAfter)
+      return {get(op.getResult(0))};
   }
   llvm_unreachable("a verified hook ends with attn.yield");
+}
+
+void HookEmitter::useDiagonalTable(Operation *term, Value origin) {
+  diagonalTerm = term;
+  diagonalOrigin = origin;
+  // What the yield needs, short of what only the term needed.
+  SmallVector<Operation *> work{term->getBlock()->getTerminator()};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (op == term || !neededOps.insert(op).second)
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        work.push_back(def);
+  }
+}
+
+Value HookEmitter::emitTerm(Region &hook, ValueRange args, Operation *term) {
+  stopAfter = term;
+  Value value = emitAll(hook, args).front();
+  stopAfter = nullptr;
+  return value;
+}
+
+/// origin + (k - q), with k - q as base + constant: the elements of one
+/// warp row share the base and differ by immediate offsets.
+Value HookEmitter::diagonalTableRead(Region &hook) {
+  // The score_mod's block arguments are (score, b, h, q_idx, kv_idx).
+  Block &body = hook.front();
+  Affine q = affineOf(body.getArgument(3)), k = affineOf(body.getArgument(4));
+  Value &base = bases[{false, k.base.getAsOpaquePointer(),
+                       q.base.getAsOpaquePointer()}];
+  if (!base)
+    base = e.sub(k.base, q.base);
+  Value &row = diagonalRows[base.getAsOpaquePointer()];
+  if (!row)
+    row = e.gep(diagonalOrigin, e.mul64(e.sext64(base), e.i64(4)));
+  Value address = e.gep(row, e.i64(4 * (k.offset - q.offset)));
+  auto read = LLVM::LoadOp::create(e.builder(), e.location(),
+                                   e.builder().getF32Type(), address,
+                                   /*alignment=*/4);
+  read.setInvariant(true);
+  return read;
 }
 
 Value HookEmitter::resize(Value value, Type to, bool isSigned) {
@@ -330,7 +392,25 @@ Value HookEmitter::emitOp(Operation &op) {
       .Case([&](arith::IndexCastUIOp cast) {
         return resize(in(op, 0), convert(cast.getType()), /*isSigned=*/false);
       })
-      .Case([&](arith::SIToFPOp) { return convertOp<LLVM::SIToFPOp>(op); })
+      .Case([&](arith::SIToFPOp) -> Value {
+        // float(base + c) as float(base) + c, so that the elements of one
+        // diagonal share the conversion: exact while |base| < 2^24, and
+        // within an ulp beyond.
+        auto it = affine.find(op.getOperand(0));
+        if (it == affine.end() || !it->second.base ||
+            !op.getResult(0).getType().isF32())
+          return convertOp<LLVM::SIToFPOp>(op);
+        auto [base, offset] = it->second;
+        Value &converted = floatBases[base.getAsOpaquePointer()];
+        if (!converted)
+          converted =
+              LLVM::SIToFPOp::create(b, loc, b.getF32Type(), base);
+        if (offset == 0)
+          return converted;
+        return LLVM::FAddOp::create(b, loc, converted,
+                                    e.f32(static_cast<float>(offset)),
+                                    contract);
+      })
       .Case([&](arith::UIToFPOp) { return convertOp<LLVM::UIToFPOp>(op); })
       .Case([&](arith::FPToSIOp) { return convertOp<LLVM::FPToSIOp>(op); })
       .Case([&](arith::FPToUIOp) { return convertOp<LLVM::FPToUIOp>(op); })

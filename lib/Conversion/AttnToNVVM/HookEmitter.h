@@ -20,6 +20,8 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <map>
 #include <optional>
 #include <tuple>
@@ -45,8 +47,19 @@ public:
     return emitAll(hook, args, argOffsets, scoreFactor).front();
   }
 
+  /// From now on, score_mod term `term` (DiagonalTerm.h) is read from the
+  /// diagonal table: `origin` points at its entry for k - q = 0, and the
+  /// entries of k - q = origin + d follow one f32 apart.
+  void useDiagonalTable(mlir::Operation *term, mlir::Value origin);
+  /// The value of `term`, an op of `hook`, when the block arguments are
+  /// `args`: what the diagonal table holds.
+  mlir::Value emitTerm(mlir::Region &hook, mlir::ValueRange args,
+                       mlir::Operation *term);
+
 private:
   mlir::Value emitOp(mlir::Operation &op);
+  /// The table entry of the score_mod's diagonal term for these k and q.
+  mlir::Value diagonalTableRead(mlir::Region &hook);
   mlir::Type convert(mlir::Type type) {
     return type.isIndex() ? e.builder().getI32Type() : type;
   }
@@ -101,9 +114,19 @@ private:
   /// emit of this emitter (it emits in one straight line).
   std::map<std::tuple<int, void *, void *>, mlir::Value> bases;
   std::map<std::pair<void *, int64_t>, mlir::Value> materialized;
+  /// float(base) per index base.
+  std::map<void *, mlir::Value> floatBases;
   /// memref values of the hook: their extra argument's first kernel
   /// parameter.
   llvm::DenseMap<mlir::Value, int64_t> tensors;
+  mlir::Operation *diagonalTerm = nullptr;
+  mlir::Value diagonalOrigin;
+  /// The ops of the score_mod still needed with the term read from the
+  /// table, and the table address per k - q base.
+  llvm::DenseSet<mlir::Operation *> neededOps;
+  std::map<void *, mlir::Value> diagonalRows;
+  /// emitAll stops after this op (emitTerm).
+  mlir::Operation *stopAfter = nullptr;
 };
 
 } // namespace flashtile::attn::lowering

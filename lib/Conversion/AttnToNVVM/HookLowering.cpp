@@ -5,7 +5,8 @@
 // (HookEmitter.h emits them). attn.key_range and attn.block_ranges refine
 // the KV-tile range of attn.kv_bounds by a mask known at compile time and by
 // the run-time block mask; BlockMaskKernel.cpp builds the kernel that fills
-// the latter.
+// the latter, and DiagonalTableKernel.cpp the kernel that fills the
+// diagonal table a costly term of k - q is read from.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,12 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
     bool hasMaskMod = !op.getMaskMod().empty();
 
     HookEmitter hooks(e, op);
+    // A costly term of k - q comes from the table its kernel filled.
+    if (DiagonalTable table = getDiagonalTable(op))
+      hooks.useDiagonalTable(
+          table.term.op,
+          getDiagonalTableEntry(e, op, table, batch, head,
+                                getDiagonalTableOrigin(e, op, table)));
     SmallVector<Value> s = e.unpack(adaptor.getS());
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)

@@ -5,6 +5,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
@@ -86,8 +88,12 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     params.push_back(param(name, ptype, K::Scalar, name));
   }
   if (getBlockRanges(kernel))
-    params.push_back(param(kBlockRangesWorkspace, ParamType::Ptr,
-                           K::Workspace, kBlockRangesWorkspace));
+    for (const char *workspace : {kBlockRangesWorkspace, kBlockTilesWorkspace})
+      params.push_back(
+          param(workspace, ParamType::Ptr, K::Workspace, workspace));
+  if (getDiagonalTable(kernel))
+    params.push_back(param(kDiagonalTableWorkspace, ParamType::Ptr,
+                           K::Workspace, kDiagonalTableWorkspace));
   return params;
 }
 
@@ -107,23 +113,132 @@ BlockRangesOp flashtile::getBlockRanges(KernelOp kernel) {
   return ops.empty() ? BlockRangesOp() : *ops.begin();
 }
 
-std::array<Expr, 3> flashtile::getBlockRangesGrid(BlockRangesOp op) {
-  std::array<Expr, 3> grid;
-  grid[kGridAxisMBlock] = Expr::ceilDiv(Expr::named("seqlen_q"),
-                                        Expr::constant(op.getTileM()));
+static Expr queryTiles(BlockRangesOp op) {
+  return Expr::ceilDiv(Expr::named("seqlen_q"), Expr::constant(op.getTileM()));
+}
+
+static Expr keyTiles(BlockRangesOp op) {
+  return Expr::ceilDiv(Expr::named("seqlen_k"), Expr::constant(op.getTileN()));
+}
+
+/// The (heads, batch) axes of both block-mask kernels.
+static void setRowAxes(BlockRangesOp op, std::array<Expr, 3> &grid) {
   grid[kGridAxisHead] =
       op.getPerHead() ? Expr::named("heads_q") : Expr::constant(1);
   grid[kGridAxisBatch] = Expr::named("batch");
+}
+
+static Expr product(const std::array<Expr, 3> &grid) {
+  using Op = Expr::Op;
+  return Expr::apply(Op::Mul,
+                     {grid[0], Expr::apply(Op::Mul, {grid[1], grid[2]})});
+}
+
+std::array<Expr, 3> flashtile::getBlockRangesGrid(BlockRangesOp op) {
+  std::array<Expr, 3> grid;
+  grid[kGridAxisMBlock] =
+      Expr::ceilDiv(queryTiles(op), Expr::constant(kBlockRangesThreads));
+  setRowAxes(op, grid);
   return grid;
 }
 
 Expr flashtile::getBlockRangesBytes(BlockRangesOp op) {
+  std::array<Expr, 3> entries;
+  entries[kGridAxisMBlock] = queryTiles(op);
+  setRowAxes(op, entries);
+  return Expr::apply(Expr::Op::Mul,
+                     {product(entries), Expr::constant(kBlockRangesFields * 4)});
+}
+
+std::array<Expr, 3> flashtile::getBlockTilesGrid(BlockRangesOp op) {
+  std::array<Expr, 3> grid;
+  grid[kGridAxisMBlock] =
+      Expr::apply(Expr::Op::Mul, {queryTiles(op), keyTiles(op)});
+  setRowAxes(op, grid);
+  return grid;
+}
+
+Expr flashtile::getBlockTilesBytes(BlockRangesOp op) {
+  std::array<Expr, 3> bytes;
+  Expr align = Expr::constant(kBlockTilesRowAlign);
+  bytes[kGridAxisMBlock] = Expr::apply(
+      Expr::Op::Mul,
+      {queryTiles(op),
+       Expr::apply(Expr::Op::Mul, {Expr::ceilDiv(keyTiles(op), align), align})});
+  setRowAxes(op, bytes);
+  return product(bytes);
+}
+
+plan::Check flashtile::getBlockTilesCheck(BlockRangesOp op) {
+  return {Expr::apply(Expr::Op::Le,
+                      {Expr::apply(Expr::Op::Mul, {queryTiles(op), keyTiles(op)}),
+                       Expr::constant(std::numeric_limits<int32_t>::max())}),
+          "the run-time block mask classifies at most 2^31 - 1 (query tile, "
+          "KV tile) pairs: ceil(seqlen_q / " +
+              std::to_string(op.getTileM()) + ") * ceil(seqlen_k / " +
+              std::to_string(op.getTileN()) + ") is larger"};
+}
+
+std::vector<std::pair<std::string, int64_t>>
+flashtile::getWorkspaceParamIndices(KernelOp kernel) {
+  std::vector<std::pair<std::string, int64_t>> indices;
+  for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
+    if (p.source.kind == ParamSource::Kind::Workspace)
+      indices.emplace_back(p.source.arg, i);
+  return indices;
+}
+
+DiagonalTable flashtile::getDiagonalTable(ModifyScoresOp op) {
+  DiagonalTable table;
+  table.term = getDiagonalTerm(op);
+  if (!table.term)
+    return table;
+  table.op = op;
+  auto type = cast<FragType>(op.getS().getType());
+  table.tileM = type.getDimSize(0);
+  table.tileN = type.getDimSize(1);
+  return table;
+}
+
+DiagonalTable flashtile::getDiagonalTable(KernelOp kernel) {
+  DiagonalTable table;
+  kernel.walk([&](ModifyScoresOp op) {
+    table = getDiagonalTable(op);
+    return table ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return table;
+}
+
+/// Entries of one row of the diagonal table (KernelABI.h).
+static Expr diagonalTableRow(const DiagonalTable &table) {
   using Op = Expr::Op;
-  std::array<Expr, 3> grid = getBlockRangesGrid(op);
-  Expr entries = Expr::apply(
-      Op::Mul, {grid[0], Expr::apply(Op::Mul, {grid[1], grid[2]})});
-  return Expr::apply(Op::Mul,
-                     {entries, Expr::constant(kBlockRangesFields * 4)});
+  auto padded = [](const char *length, int64_t tile) {
+    return Expr::apply(Op::Mul, {Expr::ceilDiv(Expr::named(length),
+                                               Expr::constant(tile)),
+                                 Expr::constant(tile)});
+  };
+  return Expr::apply(Op::Add, {padded("seqlen_q", table.tileM),
+                               padded("seqlen_k", table.tileN)});
+}
+
+std::array<Expr, 3> flashtile::getDiagonalTableGrid(const DiagonalTable &table) {
+  std::array<Expr, 3> grid;
+  grid[kGridAxisMBlock] = Expr::ceilDiv(diagonalTableRow(table),
+                                        Expr::constant(kDiagonalTableThreads));
+  grid[kGridAxisHead] = table.term.usesHead ? Expr::named("heads_q")
+                                            : Expr::constant(1);
+  grid[kGridAxisBatch] =
+      table.term.usesBatch ? Expr::named("batch") : Expr::constant(1);
+  return grid;
+}
+
+Expr flashtile::getDiagonalTableBytes(const DiagonalTable &table) {
+  using Op = Expr::Op;
+  std::array<Expr, 3> grid = getDiagonalTableGrid(table);
+  Expr rows = Expr::apply(Op::Mul, {grid[kGridAxisHead], grid[kGridAxisBatch]});
+  return Expr::apply(
+      Op::Mul, {Expr::apply(Op::Mul, {rows, diagonalTableRow(table)}),
+                Expr::constant(4)});
 }
 
 std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {

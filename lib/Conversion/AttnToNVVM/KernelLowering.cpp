@@ -98,12 +98,11 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next += 2 * rank;
       tensors.push_back(desc);
     }
-    // The block mask's workspace is read by attn.block_ranges.
-    if (getBlockRanges(op))
-      ++next;
+    // The workspaces are read by the ops that use them
+    // (getWorkspaceParam).
+    next += getWorkspaceParamIndices(op).size();
     assert(next == abi.size() && "every parameter is consumed");
-    func->setAttr(kExtraParamsAttrName,
-                  rewriter.getDenseI64ArrayAttr(getExtraArgParamIndices(op)));
+    annotateKernelFunc(func, op);
 
     rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
                                tensors);

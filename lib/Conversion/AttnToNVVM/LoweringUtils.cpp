@@ -267,15 +267,80 @@ Value ScoreTileCoords::col(int64_t j, int64_t r) {
   return e.add(colBase, 8 * j + FragmentLayout::accElementOffset(r).second);
 }
 
+void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
+  Builder b(func.getContext());
+  func->setAttr(kExtraParamsAttrName,
+                b.getDenseI64ArrayAttr(getExtraArgParamIndices(kernel)));
+  SmallVector<NamedAttribute> workspaces;
+  for (auto &[name, index] : getWorkspaceParamIndices(kernel))
+    workspaces.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(index)));
+  if (!workspaces.empty())
+    func->setAttr(kWorkspaceParamsAttrName, b.getDictionaryAttr(workspaces));
+}
+
+Value lowering::getWorkspaceParam(Operation *op, StringRef name) {
+  auto func = isa<LLVM::LLVMFuncOp>(op) ? cast<LLVM::LLVMFuncOp>(op)
+                                        : op->getParentOfType<LLVM::LLVMFuncOp>();
+  assert(func && "kernel ops are lowered after their kernel");
+  auto params = func->getAttrOfType<DictionaryAttr>(kWorkspaceParamsAttrName);
+  auto index = params ? params.getAs<IntegerAttr>(name) : IntegerAttr();
+  assert(index && "the kernel lowering lists every workspace");
+  return func.getArgument(index.getInt());
+}
+
 Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
   Value heads = op.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
   Value mTiles = e.ceilDiv(func.getArgument(kParamSeqlenQ), op.getTileM());
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
-  Value workspace = func.getArgument(func.getNumArguments() - 1);
+  Value workspace = getWorkspaceParam(func, kBlockRangesWorkspace);
   return e.gep(workspace,
                e.mul64(e.sext64(index), e.i64(kBlockRangesFields * 4)));
+}
+
+Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
+                                 BlockRangesOp op, Value batch, Value head,
+                                 Value mBlock, Value nBlock) {
+  Value heads = op.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
+  Value mTiles = e.ceilDiv(func.getArgument(kParamSeqlenQ), op.getTileM());
+  Value nTiles = e.ceilDiv(func.getArgument(kParamSeqlenK), op.getTileN());
+  Value stride = e.mul(e.ceilDiv(nTiles, kBlockTilesRowAlign),
+                       kBlockTilesRowAlign);
+  Value row = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
+  // 64-bit: the bytes of all rows may pass 2^31.
+  Value index = e.add64(e.mul64(e.sext64(row), e.sext64(stride)),
+                        e.sext64(nBlock));
+  return e.gep(getWorkspaceParam(func, kBlockTilesWorkspace), index);
+}
+
+/// ceil(length / tile) * tile.
+static Value padded(Emitter &e, Value length, int64_t tile) {
+  return e.mul(e.ceilDiv(length, tile), tile);
+}
+
+Value lowering::getDiagonalTableOrigin(Emitter &e, Operation *anchor,
+                                       const DiagonalTable &table) {
+  return e.sub(padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
+               e.i32(1));
+}
+
+Value lowering::getDiagonalTableEntry(Emitter &e, Operation *anchor,
+                                      const DiagonalTable &table, Value batch,
+                                      Value head, Value index) {
+  Value row = e.add(
+      padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
+      padded(e, getKernelParam(anchor, kParamSeqlenK), table.tileN));
+  Value heads = table.term.usesHead ? getKernelParam(anchor, kParamHeadsQ)
+                                    : e.i32(1);
+  Value b = table.term.usesBatch ? batch : e.i32(0);
+  Value h = table.term.usesHead ? head : e.i32(0);
+  // 64-bit: rows * row may pass 2^31 entries.
+  Value rowIndex = e.add(e.mul(b, heads), h);
+  Value entry = e.add64(e.mul64(e.sext64(rowIndex), e.sext64(row)),
+                        e.sext64(index));
+  return e.gep(getWorkspaceParam(anchor, kDiagonalTableWorkspace),
+               e.mul64(entry, e.i64(4)));
 }
 
 Value lowering::getSmemBase(Emitter &e, Operation *anchor) {

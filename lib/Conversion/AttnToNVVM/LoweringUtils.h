@@ -149,17 +149,40 @@ getKernelFuncType(mlir::MLIRContext *ctx,
 /// after LSE) of the kernel `op` has been lowered into: a scalar's value, or a
 /// tensor's pointer followed by its sizes and strides (KernelABI.h).
 int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
-/// The attribute on a lowered kernel's llvm.func that lists, per extra
-/// argument, its first parameter.
+/// The attributes on a lowered kernel's llvm.func that list, per extra
+/// argument, its first parameter, and per workspace, its parameter.
 constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";
+constexpr llvm::StringLiteral kWorkspaceParamsAttrName =
+    "attn.workspace_params";
+/// Puts both on `func`, an llvm.func that takes `kernel`'s parameters.
+void annotateKernelFunc(mlir::LLVM::LLVMFuncOp func, attn::KernelOp kernel);
+/// The pointer of workspace `name` (KernelABI.h) in the llvm.func of `op`.
+mlir::Value getWorkspaceParam(mlir::Operation *op, llvm::StringRef name);
 
 /// The address of field 0 of the kv_ranges entry (KernelABI.h) of query
 /// tile `mBlock` of `batch` and `head` (0 unless the block mask is per
-/// head), in a kernel whose llvm.func takes the workspace last; fields are
-/// consecutive i32.
+/// head), in `func`; fields are consecutive i32.
 mlir::Value getBlockRangesEntry(Emitter &e, mlir::LLVM::LLVMFuncOp func,
                                 attn::BlockRangesOp op, mlir::Value batch,
                                 mlir::Value head, mlir::Value mBlock);
+
+/// The address of the kv_tiles byte (KernelABI.h) of query tile `mBlock`
+/// and KV tile `nBlock` of `batch` and `head` (0 unless per head), in `func`;
+/// nBlock 0 is kBlockTilesRowAlign-aligned.
+mlir::Value getBlockTileEntry(Emitter &e, mlir::LLVM::LLVMFuncOp func,
+                              attn::BlockRangesOp op, mlir::Value batch,
+                              mlir::Value head, mlir::Value mBlock,
+                              mlir::Value nBlock);
+
+/// The address of entry `index` of the diagonal table's row of `batch` and
+/// `head` (KernelABI.h; each 0 unless the term uses it), in the llvm.func of
+/// `anchor`. `diagonalTableOrigin` is the index of the entry of k - q = 0.
+mlir::Value getDiagonalTableEntry(Emitter &e, mlir::Operation *anchor,
+                                  const DiagonalTable &table,
+                                  mlir::Value batch, mlir::Value head,
+                                  mlir::Value index);
+mlir::Value getDiagonalTableOrigin(Emitter &e, mlir::Operation *anchor,
+                                   const DiagonalTable &table);
 
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
@@ -344,7 +367,10 @@ void populateEpiloguePatterns(mlir::LLVMTypeConverter &converter,
                               mlir::RewritePatternSet &patterns);
 void populateHookPatterns(mlir::LLVMTypeConverter &converter,
                           mlir::RewritePatternSet &patterns);
-/// Adds the block-mask kernel of `kernel` (which has an attn.block_ranges)
-/// to its module, before it as an llvm.func (KernelABI.h).
-mlir::LogicalResult buildBlockRangesKernel(attn::KernelOp kernel);
+/// Adds the block-mask kernels of `kernel` (which has an attn.block_ranges)
+/// to its module, before it as llvm.funcs (KernelABI.h).
+mlir::LogicalResult buildBlockMaskKernels(attn::KernelOp kernel);
+/// Adds the diagonal table's kernel of `kernel` (whose score_mod has a
+/// diagonal term) to its module, before it as an llvm.func (KernelABI.h).
+mlir::LogicalResult buildDiagonalTableKernel(attn::KernelOp kernel);
 } // namespace flashtile::attn::lowering

@@ -16,11 +16,32 @@
 // (elements) per dimension, as i64; extra scalars pass their value. They
 // follow the softmax scale, in the kernel's order.
 //
-// A kernel with a run-time block mask (attn.block_ranges) takes one more
-// parameter last, the pointer of the `kv_ranges` workspace, and its plan
-// runs the block-mask kernel `<name>_kv_ranges` first: same parameters,
-// grid (ceil(seqlen_q / tile_m), heads_q or 1, batch), kBlockRangesThreads
-// threads. The workspace holds 4 i32 per (batch, head or 0, query tile).
+// A kernel with a run-time block mask (attn.block_ranges) takes two more
+// parameters after the extra arguments: the pointers of the `kv_ranges`
+// and `kv_tiles` workspaces. Its plan runs two kernels first, with the same
+// parameters:
+//   1. `<name>_kv_tiles` classifies every (query tile, KV tile) pair the
+//      window allows, one block of kBlockTilesThreads threads per pair: grid
+//      (ceil(seqlen_q / tile_m) * ceil(seqlen_k / tile_n), heads_q or 1,
+//      batch). `kv_tiles` holds one byte per (batch, head or 0, query tile,
+//      KV tile): bit 0 if the mask keeps a visible key, bit 1 if it keeps
+//      every key visible to a valid row. Each query tile's row of bytes is
+//      padded to a multiple of kBlockTilesRowAlign, so that it is read 16
+//      bytes at a time.
+//   2. `<name>_kv_ranges` turns the bytes of each query tile into a range,
+//      one thread per query tile: grid (ceil(query tiles /
+//      kBlockRangesThreads), heads_q or 1, batch). `kv_ranges` holds 4 i32
+//      per (batch, head or 0, query tile).
+//
+// A kernel whose score_mod has a diagonal term (Attn/Analysis/DiagonalTerm.h)
+// takes the pointer of the `diagonal_table` workspace next (after
+// kv_ranges, if any), and its plan runs `<name>_diagonal_table` first: same
+// parameters, kDiagonalTableThreads threads, grid (ceil(row / threads),
+// heads_q or 1, batch or 1). The workspace holds one f32 row per (batch or
+// 0, head or 0) of `row` = ceil(seqlen_q / tile_m) * tile_m +
+// ceil(seqlen_k / tile_n) * tile_n entries: entry i is the term at
+// k - q = i - (ceil(seqlen_q / tile_m) * tile_m - 1), which covers every
+// position of every score tile.
 //
 // A parameter derived from an argument is named "<argument>.<what>"
 // ("q.stride_batch", "slopes.size0"): argument names are identifiers, so
@@ -31,10 +52,13 @@
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 #define FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 
+#include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Runtime/LaunchPlan.h"
 
 #include <array>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace flashtile {
@@ -85,16 +109,49 @@ void describeKernelArguments(attn::KernelOp kernel, plan::LaunchPlan &plan);
 
 /// The run-time block mask of a tile-level kernel, if it has one.
 attn::BlockRangesOp getBlockRanges(attn::KernelOp kernel);
-/// The workspace of the block mask, its kernel's suffix and block size.
+/// The workspaces of the block mask, its kernels' suffixes and block sizes.
 inline constexpr const char *kBlockRangesWorkspace = "kv_ranges";
 inline constexpr const char *kBlockRangesKernelSuffix = "_kv_ranges";
 inline constexpr int64_t kBlockRangesThreads = 128;
+inline constexpr const char *kBlockTilesWorkspace = "kv_tiles";
+inline constexpr const char *kBlockTilesKernelSuffix = "_kv_tiles";
+inline constexpr int64_t kBlockTilesThreads = 256;
+inline constexpr int64_t kBlockTilesRowAlign = 16;
 /// i32 entries per (batch, head, query tile): begin, unmasked begin,
 /// unmasked end, end.
 inline constexpr int64_t kBlockRangesFields = 4;
-/// The block-mask kernel's grid and the workspace's size in bytes.
+/// The bits of a kv_tiles byte.
+inline constexpr int64_t kBlockTileAnyKept = 1, kBlockTileAllKept = 2;
+/// The block-mask kernels' grids and the workspaces' sizes in bytes.
 std::array<plan::Expr, 3> getBlockRangesGrid(attn::BlockRangesOp op);
 plan::Expr getBlockRangesBytes(attn::BlockRangesOp op);
+std::array<plan::Expr, 3> getBlockTilesGrid(attn::BlockRangesOp op);
+plan::Expr getBlockTilesBytes(attn::BlockRangesOp op);
+/// The launch check of a block mask: (query tile, KV tile) pairs fit the
+/// grid's x axis.
+plan::Check getBlockTilesCheck(attn::BlockRangesOp op);
+
+/// The diagonal table of a tile-level kernel, if its score_mod has a
+/// diagonal term: the attn.modify_scores op (its score tile gives the tile
+/// sizes) and the term.
+struct DiagonalTable {
+  attn::ModifyScoresOp op;
+  attn::DiagonalTerm term;
+  int64_t tileM = 0, tileN = 0;
+  explicit operator bool() const { return bool(term); }
+};
+DiagonalTable getDiagonalTable(attn::KernelOp kernel);
+DiagonalTable getDiagonalTable(attn::ModifyScoresOp op);
+inline constexpr const char *kDiagonalTableWorkspace = "diagonal_table";
+inline constexpr const char *kDiagonalTableKernelSuffix = "_diagonal_table";
+inline constexpr int64_t kDiagonalTableThreads = 128;
+/// The table kernel's grid and the workspace's size in bytes.
+std::array<plan::Expr, 3> getDiagonalTableGrid(const DiagonalTable &table);
+plan::Expr getDiagonalTableBytes(const DiagonalTable &table);
+
+/// The kernel's workspaces: name and position in getKernelParams.
+std::vector<std::pair<std::string, int64_t>>
+getWorkspaceParamIndices(attn::KernelOp kernel);
 
 } // namespace flashtile
 

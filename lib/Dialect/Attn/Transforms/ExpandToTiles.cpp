@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
 #include "flashtile/Dialect/Attn/Transforms/MaskAnalysis.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
@@ -166,6 +167,9 @@ Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
   auto op = ModifyScoresOp::create(b, loc, s.getType(), s, mBlock, j, batch,
                                    head, seqlenQ, seqlenK, scale);
   cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
+  // A costly term of k - q comes from a table (DiagonalTerm.h).
+  if (Operation *term = findDiagonalTerm(op.getScoreMod()))
+    term->setAttr(kDiagonalTermAttrName, b.getUnitAttr());
   if (withMaskMod)
     cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
   return op.getResult();
