@@ -298,10 +298,11 @@ def Attn_BlockRangesOp : Attn_Op<"block_ranges", [IsolatedFromAbove]> {
   let summary = "The KV tiles a data-dependent mask_mod allows, from a run-time block mask";
   let description = [{
     Block sparsity for masks the compiler cannot bound (document ids): the
-    kernel's launch plan runs a second kernel first, `<name>_kv_ranges`,
-    that evaluates the region (the attention's mask_mod) over every tile of
-    `tile_m` rows by `tile_n` keys the window allows and writes, per (batch,
-    query head if `per_head`, query tile), four i32: the first and one past
+    kernel's launch plan runs two kernels first: `<name>_kv_tiles`
+    evaluates the region (the attention's mask_mod) over every tile of
+    `tile_m` rows by `tile_n` keys the window allows, and `<name>_kv_ranges`
+    writes, per (batch, query head if `per_head`, query tile), four i32
+    (KernelABI.h): the first and one past
     the last tile with a kept key, and the longest run of tiles kept whole
     by every valid row. This op reads them back (the kernel's `kv_ranges`
     workspace) and refines the `within` range: tiles outside are never
@@ -512,7 +513,9 @@ def Attn_ModifyScoresOp : Attn_Op<"modify_scores", [
     tensor's extents, so no hook reads out of bounds.
 
     The regions are the attention's hooks with every kernel argument they
-    read replaced by `attn.kernel_arg`.
+    read replaced by `attn.kernel_arg`. An op of the score_mod marked
+    `attn.diagonal_table` (Analysis/DiagonalTerm.h) is read from the
+    diagonal table its own kernel fills, instead of being computed.
 
     ```mlir
     %s1 = attn.modify_scores %s, %m, %j, %b, %h, %sq, %sk, %scale : !attn.frag<128x64xf32>
