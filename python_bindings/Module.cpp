@@ -270,7 +270,9 @@ int firstDevice(const std::vector<ArgValue> &values) {
 /// tuple.
 py::object call(KernelFamily &family, const py::tuple &args,
                 const py::dict &kwargs, const py::object &hooks,
-                const py::object &stream) {
+                const py::object &stream,
+                const std::vector<uint64_t> &workspaces,
+                const std::vector<std::string> &filled, bool writersOnly) {
   const plan::LaunchPlan &plan = family.getPlan();
   std::vector<py::handle> slots = bindArguments(plan, args, kwargs);
   std::vector<ArgValue> values = toArgValues(plan, slots);
@@ -313,11 +315,17 @@ py::object call(KernelFamily &family, const py::tuple &args,
     cuStream = reinterpret_cast<void *>(
         static_cast<uintptr_t>(streamValue.cast<uint64_t>()));
 
+  runtime::LaunchOptions options;
+  for (uint64_t w : workspaces)
+    options.workspaces.push_back(
+        reinterpret_cast<void *>(static_cast<uintptr_t>(w)));
+  options.filledWorkspaces = filled;
+  options.writersOnly = writersOnly;
   std::string error;
   bool ok;
   {
     py::gil_scoped_release release;
-    ok = family.launch(values, cuStream, error);
+    ok = family.launch(values, cuStream, error, options);
   }
   if (!ok)
     raise(error);
@@ -390,7 +398,36 @@ PYBIND11_MODULE(_runtime, m) {
           [](const KernelFamily &f) { return plan::writeJson(f.getPlan()); },
           "The plan as JSON text.")
       .def("call", &call, py::arg("args"), py::arg("kwargs"),
-           py::arg("hooks") = py::none(), py::arg("stream") = py::none())
+           py::arg("hooks") = py::none(), py::arg("stream") = py::none(),
+           py::arg("workspaces") = std::vector<uint64_t>(),
+           py::arg("filled") = std::vector<std::string>(),
+           py::arg("writers_only") = false)
+      .def(
+          "workspaces",
+          [](const KernelFamily &f, const py::tuple &args,
+             const py::dict &kwargs) {
+            std::vector<ArgValue> values =
+                bindValues(f.getPlan(), args, kwargs);
+            std::string error;
+            runtime::CheckedLaunch checked;
+            if (!f.check(values, error, &checked))
+              raise(error);
+            const plan::LaunchPlan &plan = f.getPlan();
+            py::list result;
+            for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+              bool written = false;
+              for (const plan::Kernel &k : plan.kernels)
+                for (const std::string &name : k.writes)
+                  written |= name == plan.workspaces[w].name;
+              result.append(py::make_tuple(plan.workspaces[w].name,
+                                           checked.workspaceBytes[w],
+                                           written));
+            }
+            return result;
+          },
+          py::arg("args"), py::arg("kwargs"),
+          "[(name, bytes, written by a kernel for reuse)] of the plan's "
+          "workspaces for these arguments.")
       .def(
           "check",
           [](const KernelFamily &f, const py::tuple &args,

@@ -162,8 +162,10 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   // One entry of the cubin; every kernel of the family takes the
   // parameters of getKernelParams.
   auto addKernel = [&](std::string symbol, int64_t threads, int64_t smem,
-                       const std::array<plan::Expr, 3> &grid) {
+                       const std::array<plan::Expr, 3> &grid,
+                       std::vector<std::string> writes = {}) {
     plan::Kernel k;
+    k.writes = std::move(writes);
     k.symbol = std::move(symbol);
     k.cubin = cubinFile.str();
     k.block[0] = threads;
@@ -181,9 +183,9 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   // the attention kernel reads.
   if (BlockRangesOp ranges = getBlockRanges(kernel)) {
     addKernel(p.name + kBlockTilesKernelSuffix, kBlockTilesThreads, 0,
-              getBlockTilesGrid(ranges));
+              getBlockTilesGrid(ranges), {kBlockTilesWorkspace});
     addKernel(p.name + kBlockRangesKernelSuffix, kBlockRangesThreads, 0,
-              getBlockRangesGrid(ranges));
+              getBlockRangesGrid(ranges), {kBlockRangesWorkspace});
     p.workspaces.push_back({kBlockRangesWorkspace, getBlockRangesBytes(ranges)});
     p.workspaces.push_back({kBlockTilesWorkspace, getBlockTilesBytes(ranges)});
     p.checks.push_back(getBlockTilesCheck(ranges));
@@ -192,7 +194,7 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   // attention kernel's score_mod reads.
   if (DiagonalTable table = getDiagonalTable(kernel)) {
     addKernel(p.name + kDiagonalTableKernelSuffix, kDiagonalTableThreads, 0,
-              getDiagonalTableGrid(table));
+              getDiagonalTableGrid(table), {kDiagonalTableWorkspace});
     p.workspaces.push_back(
         {kDiagonalTableWorkspace, getDiagonalTableBytes(table)});
   }

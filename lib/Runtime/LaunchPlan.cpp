@@ -434,7 +434,7 @@ Kernel parseKernel(const Json &value, const std::string &path,
   expectObject(value, path);
   checkKeys(value, path,
             {"symbol", "cubin", "block", "dynamic_smem_bytes", "grid",
-             "params", "registers", "spill_stores", "spill_loads"});
+             "params", "writes", "registers", "spill_stores", "spill_loads"});
   Kernel kernel;
   kernel.symbol =
       getString(require(value, path, "symbol"), join(path, "symbol"));
@@ -472,6 +472,17 @@ Kernel parseKernel(const Json &value, const std::string &path,
         fail(join(index(paramsPath, i), "name"),
              concat("duplicate parameter name '", param.name, "'"));
     kernel.params.push_back(std::move(param));
+  }
+  if (auto it = value.find("writes"); it != value.end()) {
+    std::string writesPath = join(path, "writes");
+    const Json &writes = expectArray(*it, writesPath);
+    for (size_t i = 0; i < writes.size(); ++i) {
+      std::string name = getString(writes[i], index(writesPath, i));
+      if (std::none_of(plan.workspaces.begin(), plan.workspaces.end(),
+                       [&](const Workspace &w) { return w.name == name; }))
+        fail(index(writesPath, i), concat("unknown workspace '", name, "'"));
+      kernel.writes.push_back(std::move(name));
+    }
   }
   kernel.registers = getOptionalCount(value, path, "registers");
   kernel.spillStores = getOptionalCount(value, path, "spill_stores");
@@ -969,6 +980,13 @@ int64_t LaunchPlan::indexOfArgument(std::string_view name) const {
   return -1;
 }
 
+int64_t LaunchPlan::findWorkspace(std::string_view name) const {
+  for (size_t i = 0; i < workspaces.size(); ++i)
+    if (workspaces[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
 std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
   Json root = Json::object();
   root["format"] = kFormatName;
@@ -1045,6 +1063,8 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
       params.push_back(std::move(p));
     }
     k["params"] = std::move(params);
+    if (!kernel.writes.empty())
+      k["writes"] = kernel.writes;
     k["registers"] = optionalCount(kernel.registers);
     k["spill_stores"] = optionalCount(kernel.spillStores);
     k["spill_loads"] = optionalCount(kernel.spillLoads);

@@ -1293,9 +1293,45 @@ bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
                      kWorkspaceAlignBytes, "-byte aligned");
       return false;
     }
+  auto given = [&](const std::string &name) {
+    int64_t w = plan.findWorkspace(name);
+    return w >= 0 && static_cast<size_t>(w) < options.workspaces.size() &&
+           options.workspaces[w] != nullptr;
+  };
+  auto isFilled = [&](const std::string &name) {
+    return std::find(options.filledWorkspaces.begin(),
+                     options.filledWorkspaces.end(),
+                     name) != options.filledWorkspaces.end();
+  };
+  for (const std::string &name : options.filledWorkspaces) {
+    if (plan.findWorkspace(name) < 0) {
+      error = concat(plan.name, " has no workspace '", name, "'");
+      return false;
+    }
+    if (!given(name)) {
+      error = concat("workspace ", name,
+                     " is declared filled but no buffer is given for it");
+      return false;
+    }
+  }
   std::vector<int64_t> toLaunch;
   for (int64_t k : checked.kernels) {
     const std::array<int64_t, 3> &g = checked.grids[k];
+    const plan::Kernel &kernel = plan.kernels[k];
+    bool writer = !kernel.writes.empty();
+    if (options.writersOnly) {
+      if (!writer)
+        continue;
+      for (const std::string &name : kernel.writes)
+        if (!given(name)) {
+          error = concat("writers_only needs a buffer for workspace ", name,
+                         " (", kernel.symbol, " writes it)");
+          return false;
+        }
+    }
+    if (writer && std::all_of(kernel.writes.begin(), kernel.writes.end(),
+                              isFilled))
+      continue;
     if (g[0] > 0 && g[1] > 0 && g[2] > 0)
       toLaunch.push_back(k);
   }

@@ -34,7 +34,7 @@ except ImportError as e:  # pragma: no cover - depends on the build
         "path: build the project (cmake -DFLASHTILE_RUNTIME_ONLY=ON) and put "
         "<build>/python_bindings on PYTHONPATH") from e
 
-__all__ = ["FlashTileError", "Kernel", "load", "parse_plan",
+__all__ = ["FlashTileError", "Kernel", "Prepared", "load", "parse_plan",
            "driver_available"]
 
 # torch's dtype for each plan dtype name.
@@ -99,6 +99,31 @@ class Kernel:
             stream = stream.cuda_stream
         return self._call(args, kwargs, _hooks or _torch_hooks(), stream)
 
+    def prepare(self, *args, **kwargs):
+        """Runs only the kernels that fill reusable workspaces (a run-time
+        block mask, a diagonal table) for these arguments, into buffers it
+        allocates, and returns a Prepared. Calling the Prepared like the
+        kernel launches without those kernels: for calls with the same sizes
+        and the same values of what they read (the mask's or the bias's
+        tensors), such as every layer of a model over one batch."""
+        hooks = _hooks or _torch_hooks()
+        allocate = hooks[1]
+        like = next((a for a in list(args) + list(kwargs.values())
+                     if hasattr(a, "data_ptr")), None)
+        device = like.get_device() if like is not None else 0
+        buffers, pointers, filled = {}, [], []
+        for name, nbytes, written in self._impl.workspaces(args, kwargs):
+            if written and nbytes > 0:
+                # i32 elements: torch's allocations are 512-byte aligned.
+                buffer = allocate(((nbytes + 3) // 4,), "i32", device, like)
+                buffers[name] = buffer
+                pointers.append(buffer.data_ptr())
+                filled.append(name)
+            else:
+                pointers.append(0)
+        self._call(args, kwargs, hooks, None, pointers, [], True)
+        return Prepared(self, buffers, pointers, filled)
+
     def check(self, *args, **kwargs):
         """Checks arguments (outputs included) without launching."""
         self._impl.check(args, kwargs)
@@ -148,3 +173,20 @@ class Kernel:
 def load(path):
     """Loads the plan at `path` and its cubins; no GPU is needed."""
     return Kernel(path)
+
+
+class Prepared:
+    """A kernel with its reusable workspaces filled (Kernel.prepare)."""
+
+    __slots__ = ("kernel", "buffers", "_pointers", "_filled")
+
+    def __init__(self, kernel, buffers, pointers, filled):
+        self.kernel = kernel
+        self.buffers = buffers
+        self._pointers = pointers
+        self._filled = filled
+
+    def __call__(self, *args, **kwargs):
+        """Launches on torch's current stream, reusing the filled workspaces."""
+        return self.kernel._call(args, kwargs, _hooks or _torch_hooks(), None,
+                                 self._pointers, self._filled, False)

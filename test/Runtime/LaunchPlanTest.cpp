@@ -277,6 +277,10 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
        "dispatch conditions"},
       {"\"registers\": 255", "\"registers\": -1",
        "kernels[0].registers: expected an integer >= 0, got -1"},
+      {"\"registers\": 255", "\"writes\": [\"scratch\"], \"registers\": 255",
+       "kernels[0].writes[0]: unknown workspace 'scratch'"},
+      {"\"registers\": 255", "\"writes\": \"partials\", \"registers\": 255",
+       "kernels[0].writes: expected an array"},
       {"\"bytes\": {\"mul\": [\"batch\", 4]}", "\"bytes\": {\"mul\": [\"b\", "
                                                "4]}",
        "workspaces[0].bytes: unknown size 'b'"},

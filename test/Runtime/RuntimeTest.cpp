@@ -449,6 +449,58 @@ TEST(RuntimeNoDispatchTest, EmptyLaunchNeedsNoDriverAndErrorsComeFirst) {
   EXPECT_EQ(error, "workspace partials must start 16-byte aligned");
 }
 
+TEST(RuntimeNoDispatchTest, ReusedWorkspacesSkipTheirWriters) {
+  // The example's one kernel made a writer of `partials` (as a block-mask
+  // kernel writes kv_ranges); no dispatch rule, so errors come before the
+  // driver, and a launch with nothing left to run needs no driver.
+  std::string json = test::getExamplePlanJson();
+  std::string from = "[{\"when\": {\"ge\": [\"num_sms\", 100]}, \"kernels\": "
+                     "[0]}]";
+  json.replace(json.find(from), from.size(), "[]");
+  std::string registers = "\"registers\": 255";
+  json.replace(json.find(registers), registers.size(),
+               "\"writes\": [\"partials\"], " + registers);
+  std::unique_ptr<KernelFamily> family = makeFamily(json);
+  ASSERT_TRUE(family);
+  EXPECT_EQ(family->getPlan().kernels[0].writes,
+            std::vector<std::string>{"partials"});
+  Args args;
+  args.build();
+  std::string error;
+  void *buffer = reinterpret_cast<void *>(uintptr_t(0x1000));
+
+  LaunchOptions unknown;
+  unknown.filledWorkspaces = {"scratch"};
+  EXPECT_FALSE(family->launch(args.values, nullptr, error, unknown));
+  EXPECT_EQ(error, "flash_fwd has no workspace 'scratch'");
+
+  LaunchOptions notGiven;
+  notGiven.filledWorkspaces = {"partials"};
+  EXPECT_FALSE(family->launch(args.values, nullptr, error, notGiven));
+  EXPECT_EQ(error,
+            "workspace partials is declared filled but no buffer is given "
+            "for it");
+
+  LaunchOptions writersNoBuffer;
+  writersNoBuffer.writersOnly = true;
+  EXPECT_FALSE(family->launch(args.values, nullptr, error, writersNoBuffer));
+  EXPECT_EQ(error, "writers_only needs a buffer for workspace partials "
+                   "(flash_fwd writes it)");
+
+  // Filled: its only writer is skipped, nothing is left to launch.
+  LaunchOptions reused;
+  reused.workspaces = {buffer};
+  reused.filledWorkspaces = {"partials"};
+  error.clear();
+  EXPECT_TRUE(family->launch(args.values, nullptr, error, reused)) << error;
+  // Not filled: the writer runs, which needs the driver here.
+  LaunchOptions fill;
+  fill.workspaces = {buffer};
+  fill.writersOnly = true;
+  EXPECT_FALSE(family->launch(args.values, nullptr, error, fill));
+  EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
+}
+
 TEST(RuntimeLoadTest, LoadsPlansAndCubins) {
   TempDir dir;
   std::string path = dir.write("k.plan.json", test::getExamplePlanJson());

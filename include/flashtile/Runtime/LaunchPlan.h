@@ -208,6 +208,11 @@ struct Kernel {
   int64_t dynamicSmemBytes = 0;
   Expr grid[3];
   std::vector<Param> params;
+  /// The workspaces this kernel fills for later kernels ("writes"; absent:
+  /// none). They depend only on the arguments the kernel reads and the
+  /// sizes, so a launch may reuse them from an earlier one and skip the
+  /// kernel (runtime::LaunchOptions).
+  std::vector<std::string> writes;
   /// What ptxas reported; absent when unknown. Informative.
   std::optional<int64_t> registers, spillStores, spillLoads;
 };
@@ -248,6 +253,8 @@ struct LaunchPlan {
   const Argument *findArgument(std::string_view name) const;
   /// The index of argument `name`, or -1.
   int64_t indexOfArgument(std::string_view name) const;
+  /// The index of workspace `name`, or -1.
+  int64_t findWorkspace(std::string_view name) const;
 };
 
 /// Serializes `plan` (two-space indented JSON, newline-terminated; fields in

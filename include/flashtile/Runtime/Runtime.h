@@ -129,6 +129,14 @@ struct LaunchOptions {
   /// must hold at least the workspace's bytes and start
   /// kWorkspaceAlignBytes-aligned.
   std::vector<void *> workspaces;
+  /// Workspaces, by name, that the caller provides in `workspaces` already
+  /// filled by an earlier launch of this family on the same inputs and
+  /// sizes (a block mask reused across layers): the kernels that write only
+  /// those (plan::Kernel::writes) are skipped.
+  std::vector<std::string> filledWorkspaces;
+  /// Runs only the kernels that write workspaces, into the caller's buffers
+  /// (each must be given): fills them for later launches.
+  bool writersOnly = false;
 };
 
 /// One compiled kernel family: its plan and cubin images, and the modules
