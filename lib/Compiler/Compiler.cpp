@@ -276,9 +276,10 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
 
 /// The ptxas feedback loop: the cost model's register estimate is a model,
 /// ptxas is the truth. When the searched config spills, compile the next
-/// feasible candidates in rank order whose register estimate is below that
-/// of every candidate seen spilling (at most `kMaxTries`), and take the first
-/// without spills. Diagnostics of candidates that fail are not the user's
+/// feasible candidates in rank order whose register estimate is at most that
+/// of every candidate seen spilling (at most `kMaxTries`; estimates are
+/// coarse, so an equal one still gets its try), and take the first without
+/// spills. Diagnostics of candidates that fail are not the user's
 /// concern.
 static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
                         const ConfigOverrides &pins, StringRef ptxas,
@@ -298,7 +299,8 @@ static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
       ceiling = candidate.estimatedRegs;
   int tries = 0;
   for (const ConfigCandidate &candidate : ranked) {
-    if (!candidate.isFeasible() || candidate.estimatedRegs >= ceiling)
+    if (!candidate.isFeasible() || candidate.config == chosen ||
+        candidate.estimatedRegs > ceiling)
       continue;
     if (++tries > kMaxTries)
       break;

@@ -66,8 +66,8 @@ struct CompileOptions {
   /// The limit on one ptxas run (0: none).
   unsigned ptxasTimeoutSeconds = kDefaultPtxasTimeoutSeconds;
   /// When ptxas reports spills for a searched config, compile the
-  /// next-ranked candidates with lower register estimates and keep the first
-  /// that does not spill. A pinned config is never replaced.
+  /// next-ranked candidates with register estimates no higher and keep the
+  /// first that does not spill. A pinned config is never replaced.
   bool spillFallback = true;
   /// The cubin's file name as the launch plan records it (relative to the
   /// plan's folder); empty: "<kernel name>.cubin".
