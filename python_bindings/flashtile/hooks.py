@@ -1,0 +1,648 @@
+"""Hooks in Python: score_mod / mask_mod functions traced into `attn` IR.
+
+A hook is a plain Python function. FlashTile calls it once on symbolic
+values and records what it computes, as the C++ DSL (include/flashtile/DSL/
+Hooks.h) does:
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return 50 * flashtile.tanh(score / 50)
+
+    def document(b, h, q_idx, kv_idx):
+        return doc[b, q_idx] == doc[b, kv_idx]      # doc: a captured tensor
+
+* `score` is an f32 score (already scaled by the softmax scale); `b`, `h`,
+  `q_idx`, `kv_idx` are indices (the query's position in its sequence, the
+  query head). Arithmetic follows torch: an index meeting a float, or `/`
+  between indices, gives a float.
+* Tensors the function captures (closure variables or globals it names)
+  become extra kernel arguments, in order of first use; reading one with
+  indices is a table read (f32 or i32 tensors; i32 values act as indices).
+* Python numbers it captures are constants; `flashtile.scalar(value)` marks
+  one as a run-time scalar argument instead (i32 for an int, f32 for a
+  float), passed at each call.
+* Control flow on symbolic values is not traced: `if`, `and`, `or` and
+  `bool()` raise; use `flashtile.where(cond, a, b)`, `&`, `|`, `~`.
+
+Tracing is pure Python: it needs neither the compiler nor torch, and gives
+the same text on every Python version. Errors raise FlashTileError at the
+user's line.
+"""
+
+import contextlib
+import math
+import sys
+import traceback
+import types
+
+from . import FlashTileError
+
+__all__ = ["scalar", "where", "tanh", "exp", "exp2", "log", "log2", "sqrt",
+           "rsqrt", "abs", "erf", "sin", "cos", "floor", "ceil", "pow",
+           "minimum", "maximum", "to_float", "to_index", "seqlen_q",
+           "seqlen_k", "heads_q", "heads_kv", "batch_size", "Scalar",
+           "kernel_ir"]
+
+_F32, _INDEX, _I1, _I32 = "f32", "index", "i1", "i32"
+_DTYPES = {"float32": _F32, "int32": _I32}
+
+
+def _user_frame():
+    """file:line of the innermost frame outside this package."""
+    here = __file__.rsplit("/", 1)[0]
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if not frame.filename.startswith(here):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+def _fail(message):
+    raise FlashTileError(f"{_user_frame()}: {message}")
+
+
+class Scalar:
+    """A run-time scalar argument: `flashtile.scalar(512)` captured by a
+    hook is passed at each call (under `name`, or the captured variable's
+    name) instead of being compiled in."""
+
+    __slots__ = ("value", "name")
+
+    def __init__(self, value, name=None):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FlashTileError(
+                f"flashtile.scalar takes an int or a float, got "
+                f"{type(value).__name__}")
+        self.value = value
+        self.name = name
+
+
+def scalar(value, name=None):
+    return Scalar(value, name)
+
+
+class _Region:
+    """The body of one hook being traced."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.lines = []
+        self.next = 0
+        self.constants = {}
+        self.casts = {}
+
+    def emit(self, text, type_):
+        name = f"%{self.next}"
+        self.next += 1
+        self.lines.append(f"{name} = {text}")
+        return Value(self, name, type_)
+
+    def constant(self, value, type_):
+        key = (repr(value), type_)
+        if key not in self.constants:
+            if type_ == _F32:
+                literal = _float_literal(value)
+            elif type_ == _I1:
+                literal = "true" if value else "false"
+            else:
+                literal = str(int(value))
+            self.constants[key] = self.emit(
+                f"arith.constant {literal} : {type_}", type_)
+        return self.constants[key]
+
+
+def _float_literal(value):
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        bits = {"inf": "0x7F800000", "-inf": "0xFF800000"}.get(
+            repr(value), "0x7FC00000")
+        return bits
+    # The shortest repr that round-trips through f32 is not needed: the
+    # parser rounds the double to f32, as the C++ DSL's float constant does.
+    text = repr(value)
+    return text if ("e" in text or "." in text) else text + ".0"
+
+
+_current = []
+
+
+def _region():
+    if not _current:
+        _fail("flashtile hook functions (tanh, where, seqlen_q, ...) work "
+              "only while a hook is traced")
+    return _current[-1]
+
+
+class Value:
+    """A symbolic value of a hook: f32, index or i1."""
+
+    __slots__ = ("region", "name", "type")
+
+    def __init__(self, region, name, type_):
+        self.region = region
+        self.name = name
+        self.type = type_
+
+    def __bool__(self):
+        _fail("a hook value is symbolic: Python's if / and / or / not cannot "
+              "branch on it; use flashtile.where(cond, a, b), &, | and ~")
+
+    def __index__(self):
+        _fail("a hook value is symbolic: it cannot index a Python sequence "
+              "or size a range; capture a tensor and read it with [...]")
+
+    def __float__(self):
+        _fail("a hook value is symbolic: float() cannot convert it; use "
+              "flashtile.to_float")
+
+    __int__ = __float__
+
+    def __repr__(self):
+        return f"<flashtile hook value {self.name}: {self.type}>"
+
+    def _binary(self, other, op, reverse=False):
+        a, b = (other, self) if reverse else (self, other)
+        return _arith(op, a, b)
+
+    def __add__(self, o): return self._binary(o, "add")
+    def __radd__(self, o): return self._binary(o, "add", True)
+    def __sub__(self, o): return self._binary(o, "sub")
+    def __rsub__(self, o): return self._binary(o, "sub", True)
+    def __mul__(self, o): return self._binary(o, "mul")
+    def __rmul__(self, o): return self._binary(o, "mul", True)
+    def __truediv__(self, o): return self._binary(o, "div")
+    def __rtruediv__(self, o): return self._binary(o, "div", True)
+    def __floordiv__(self, o): return self._binary(o, "floordiv")
+    def __rfloordiv__(self, o): return self._binary(o, "floordiv", True)
+    def __mod__(self, o): return self._binary(o, "mod")
+    def __rmod__(self, o): return self._binary(o, "mod", True)
+    def __pow__(self, o): return pow(self, o)
+    def __rpow__(self, o): return pow(o, self)
+    def __lt__(self, o): return _compare("lt", self, o)
+    def __le__(self, o): return _compare("le", self, o)
+    def __gt__(self, o): return _compare("gt", self, o)
+    def __ge__(self, o): return _compare("ge", self, o)
+    def __eq__(self, o): return _compare("eq", self, o)
+    def __ne__(self, o): return _compare("ne", self, o)
+    def __and__(self, o): return _logic("andi", self, o)
+    def __rand__(self, o): return _logic("andi", o, self)
+    def __or__(self, o): return _logic("ori", self, o)
+    def __ror__(self, o): return _logic("ori", o, self)
+    def __xor__(self, o): return _logic("xori", self, o)
+    def __rxor__(self, o): return _logic("xori", o, self)
+
+    def __invert__(self):
+        if self.type != _I1:
+            _fail(f"~ takes a condition, got {self.type}")
+        return _logic("xori", self, True)
+
+    def __neg__(self):
+        if self.type == _F32:
+            return self.region.emit(f"arith.negf {self.name} : f32", _F32)
+        return _arith("sub", 0, self)
+
+    def __abs__(self):
+        return abs(self)
+
+    __hash__ = None
+
+
+def _lift(x, region, like=None):
+    """`x` as a Value of `region`: numbers become constants (f32 for a
+    float, or an int next to an f32; index otherwise)."""
+    if isinstance(x, Value):
+        if x.region is not region:
+            _fail("a value of one hook is used in another")
+        return x
+    if isinstance(x, _ScalarArg):
+        return x.value(region)
+    if isinstance(x, bool):
+        return region.constant(x, _I1)
+    if isinstance(x, float):
+        return region.constant(x, _F32)
+    if isinstance(x, int):
+        if like == _F32:
+            return region.constant(float(x), _F32)
+        if not -(1 << 31) <= x < (1 << 31):
+            _fail(f"the integer {x} does not fit the kernel's 32-bit index "
+                  f"arithmetic")
+        return region.constant(x, _INDEX)
+    if isinstance(x, _TensorArg):
+        _fail(f"tensor {x.name} is used as a value; read it with "
+              f"{x.name}[...]")
+    _fail(f"a hook cannot compute with {type(x).__name__} values (numbers, "
+          f"hook values and captured tensors only)")
+
+
+def _operands(a, b):
+    region = (a.region if isinstance(a, Value) else
+              b.region if isinstance(b, Value) else _region())
+    ta = a.type if isinstance(a, Value) else None
+    tb = b.type if isinstance(b, Value) else None
+    a = _lift(a, region, tb)
+    b = _lift(b, region, ta)
+    return region, a, b
+
+
+def to_float(x):
+    """An index (or a number) as f32."""
+    region = x.region if isinstance(x, Value) else _region()
+    x = _lift(x, region)
+    if x.type == _F32:
+        return x
+    if x.type != _INDEX:
+        _fail(f"to_float takes an index, got {x.type}")
+    i32 = region.emit(f"arith.index_cast {x.name} : index to i32", _I32)
+    return region.emit(f"arith.sitofp {i32.name} : i32 to f32", _F32)
+
+
+def to_index(x):
+    """An f32 (truncated toward zero) as an index."""
+    region = x.region if isinstance(x, Value) else _region()
+    x = _lift(x, region)
+    if x.type == _INDEX:
+        return x
+    if x.type != _F32:
+        _fail(f"to_index takes a float, got {x.type}")
+    i32 = region.emit(f"arith.fptosi {x.name} : f32 to i32", _I32)
+    return region.emit(f"arith.index_cast {i32.name} : i32 to index", _INDEX)
+
+
+def _unify(region, a, b):
+    if a.type == b.type:
+        return a, b
+    if {a.type, b.type} == {_F32, _INDEX}:
+        return to_float(a), to_float(b)
+    _fail(f"cannot combine {a.type} and {b.type}")
+
+
+_FLOAT_OPS = {"add": "addf", "sub": "subf", "mul": "mulf", "div": "divf"}
+_INDEX_OPS = {"add": "addi", "sub": "subi", "mul": "muli",
+              "floordiv": "floordivsi", "mod": "remsi"}
+
+
+def _arith(op, a, b):
+    region, a, b = _operands(a, b)
+    if a.type == _I1 or b.type == _I1:
+        _fail(f"arithmetic ({op}) on a condition; use flashtile.where")
+    a, b = _unify(region, a, b)
+    if op == "div" and a.type == _INDEX:  # torch: true division is float
+        a, b = to_float(a), to_float(b)
+    if a.type == _F32:
+        if op == "floordiv":
+            return floor(_arith("div", a, b))
+        if op == "mod":
+            _fail("% on floats is not supported in hooks")
+        return region.emit(f"arith.{_FLOAT_OPS[op]} {a.name}, {b.name} : f32",
+                           _F32)
+    return region.emit(f"arith.{_INDEX_OPS[op]} {a.name}, {b.name} : index",
+                       _INDEX)
+
+
+_CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq",
+          "ne": "ne"}
+_CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq",
+          "ne": "une"}
+
+
+def _compare(op, a, b):
+    region, a, b = _operands(a, b)
+    a, b = _unify(region, a, b)
+    if a.type == _F32:
+        return region.emit(
+            f"arith.cmpf {_CMP_F[op]}, {a.name}, {b.name} : f32", _I1)
+    if a.type == _I1:
+        if op not in ("eq", "ne"):
+            _fail("conditions compare only with == and !=")
+        return region.emit(
+            f"arith.cmpi {_CMP_I[op]}, {a.name}, {b.name} : i1", _I1)
+    return region.emit(
+        f"arith.cmpi {_CMP_I[op]}, {a.name}, {b.name} : index", _I1)
+
+
+def _logic(op, a, b):
+    region, a, b = _operands(a, b)
+    if a.type != _I1 or b.type != _I1:
+        _fail(f"&, | and ^ take conditions, got {a.type} and {b.type}")
+    return region.emit(f"arith.{op} {a.name}, {b.name} : i1", _I1)
+
+
+def where(cond, a, b):
+    """`a` where `cond` holds, else `b` (arith.select)."""
+    region, a, b = _operands(a, b)
+    cond = _lift(cond, region)
+    if cond.type != _I1:
+        _fail(f"where's condition must be a comparison, got {cond.type}")
+    a, b = _unify(region, a, b)
+    return region.emit(
+        f"arith.select {cond.name}, {a.name}, {b.name} : {a.type}", a.type)
+
+
+def _unary_f32(op):
+    def fn(x):
+        region = x.region if isinstance(x, Value) else _region()
+        x = to_float(_lift(x, region))
+        return region.emit(f"math.{op} {x.name} : f32", _F32)
+    fn.__name__ = op
+    fn.__doc__ = f"math.{op} of a float (an index converts)."
+    return fn
+
+
+tanh = _unary_f32("tanh")
+exp = _unary_f32("exp")
+exp2 = _unary_f32("exp2")
+log = _unary_f32("log")
+log2 = _unary_f32("log2")
+sqrt = _unary_f32("sqrt")
+rsqrt = _unary_f32("rsqrt")
+erf = _unary_f32("erf")
+sin = _unary_f32("sin")
+cos = _unary_f32("cos")
+floor = _unary_f32("floor")
+ceil = _unary_f32("ceil")
+
+
+def abs(x):  # noqa: A001 - mirrors Python's abs for hook values
+    """|x|: math.absf on floats, math.absi on indices."""
+    region = x.region if isinstance(x, Value) else _region()
+    x = _lift(x, region)
+    if x.type == _F32:
+        return region.emit(f"math.absf {x.name} : f32", _F32)
+    if x.type == _INDEX:
+        return region.emit(f"math.absi {x.name} : index", _INDEX)
+    _fail(f"abs takes a number, got {x.type}")
+
+
+def pow(x, y):  # noqa: A001
+    """x ** y on floats (math.powf)."""
+    region, x, y = _operands(x, y)
+    x, y = to_float(x), to_float(y)
+    return region.emit(f"math.powf {x.name}, {y.name} : f32", _F32)
+
+
+def _minmax(which):
+    def fn(a, b):
+        region, a, b = _operands(a, b)
+        a, b = _unify(region, a, b)
+        if a.type == _F32:
+            op = "minimumf" if which == "min" else "maximumf"
+            return region.emit(f"arith.{op} {a.name}, {b.name} : f32", _F32)
+        op = "minsi" if which == "min" else "maxsi"
+        return region.emit(f"arith.{op} {a.name}, {b.name} : index", _INDEX)
+    fn.__name__ = f"{which}imum"
+    return fn
+
+
+minimum = _minmax("min")
+maximum = _minmax("max")
+
+
+def _size(name):
+    def fn():
+        region = _region()
+        return region.emit(f'attn.size "{name}"', _INDEX)
+    fn.__name__ = name
+    fn.__doc__ = f"The run-time {name} (attn.size)."
+    return fn
+
+
+seqlen_q = _size("seqlen_q")
+seqlen_k = _size("seqlen_k")
+heads_q = _size("heads_q")
+heads_kv = _size("heads_kv")
+batch_size = _size("batch")
+
+
+class _TensorArg:
+    """A captured tensor, as an extra kernel argument."""
+
+    def __init__(self, kernel, name, dtype, rank):
+        self.kernel, self.name, self.dtype, self.rank = kernel, name, dtype, rank
+        self.arg = None
+
+    def memref_type(self):
+        dims = "x".join(["?"] * self.rank)
+        strides = ", ".join(["?"] * self.rank)
+        return f"memref<{dims}x{self.dtype}, strided<[{strides}]>>"
+
+    def __getitem__(self, indices):
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != self.rank:
+            _fail(f"tensor {self.name} has {self.rank} dimension(s), read "
+                  f"with {len(indices)} index(es)")
+        region = next((i.region for i in indices if isinstance(i, Value)),
+                      None) or _region()
+        lifted = []
+        for i in indices:
+            v = _lift(i, region)
+            if v.type != _INDEX:
+                _fail(f"tensor {self.name} is indexed by an {v.type}; use "
+                      f"indices (flashtile.to_index converts a float)")
+            lifted.append(v)
+        self.kernel.use(self)
+        read = region.emit(
+            f"memref.load {self.arg}[{', '.join(v.name for v in lifted)}] : "
+            f"{self.memref_type()}", self.dtype)
+        if self.dtype == _I32:
+            return region.emit(
+                f"arith.index_cast {read.name} : i32 to index", _INDEX)
+        return read
+
+    def __bool__(self):
+        _fail(f"tensor {self.name} is captured by a hook: read it with "
+              f"{self.name}[...]")
+
+
+class _ScalarArg:
+    """A captured flashtile.scalar, as an extra kernel argument."""
+
+    def __init__(self, kernel, name, type_, value):
+        self.kernel, self.name, self.type, self.default = (kernel, name,
+                                                           type_, value)
+        self.arg = None
+
+    def value(self, region):
+        self.kernel.use(self)
+        key = ("scalar", self.name)
+        if key not in region.casts:
+            if self.type == _I32:
+                region.casts[key] = region.emit(
+                    f"arith.index_cast {self.arg} : i32 to index", _INDEX)
+            else:
+                region.casts[key] = Value(region, self.arg, _F32)
+        return region.casts[key]
+
+    def _op(name):
+        def fn(self, *others):
+            region = next((o.region for o in others if isinstance(o, Value)),
+                          None) or _region()
+            return getattr(self.value(region), name)(*others)
+        return fn
+
+    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                  "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
+                  "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+                  "__gt__", "__ge__", "__eq__", "__ne__", "__neg__"):
+        locals()[_name] = _op(_name)
+    del _name, _op
+    __hash__ = None
+
+
+def _is_tensor(x):
+    return (hasattr(x, "data_ptr") and hasattr(x, "dtype")
+            and hasattr(x, "shape") and not isinstance(x, type))
+
+
+class _Kernel:
+    """The extra arguments of one kernel, shared by its hooks."""
+
+    def __init__(self):
+        self.captured = {}   # id -> _TensorArg / _ScalarArg
+        self.args = []       # in order of first use
+        self.tensors = {}    # name -> the captured tensor object
+
+    def use(self, arg):
+        if arg.arg is None:
+            arg.arg = f"%x{len(self.args)}"
+            self.args.append(arg)
+
+    def capture(self, name, value):
+        if isinstance(value, Scalar):
+            key = id(value)
+            if key not in self.captured:
+                type_ = _I32 if isinstance(value.value, int) else _F32
+                self.captured[key] = _ScalarArg(self, value.name or name,
+                                                type_, value.value)
+            return self.captured[key]
+        if _is_tensor(value):
+            key = id(value)
+            if key not in self.captured:
+                dtype = _DTYPES.get(str(value.dtype).replace("torch.", ""))
+                if dtype is None:
+                    raise FlashTileError(
+                        f"hook tensor {name} has dtype {value.dtype}; hooks "
+                        f"read float32 and int32 tensors")
+                self.captured[key] = _TensorArg(self, name, dtype,
+                                                len(value.shape))
+                self.tensors[name] = value
+            return self.captured[key]
+        return value
+
+    def bind(self, fn):
+        """`fn` with its captured tensors and scalars replaced by proxies."""
+        code = fn.__code__
+        cells = []
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell (a later-assigned name)
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(self.capture(name, contents)))
+        names = set(code.co_names)
+        globals_ = dict(fn.__globals__)
+        for name in names & globals_.keys():
+            globals_[name] = self.capture(name, globals_[name])
+        bound = types.FunctionType(code, globals_, fn.__name__,
+                                   fn.__defaults__, tuple(cells))
+        bound.__kwdefaults__ = fn.__kwdefaults__
+        return bound
+
+
+def _trace(kernel, fn, params, result_type, what):
+    region = _Region(kernel)
+    args = [Value(region, f"%{p}", t) for p, t in params]
+    _current.append(region)
+    try:
+        result = kernel.bind(fn)(*args)
+    finally:
+        _current.pop()
+    if result is None:
+        raise FlashTileError(f"{what} {fn.__name__} returned None; it must "
+                             f"return a {result_type} hook value")
+    if isinstance(result, bool) and result_type == _I1:
+        result = region.constant(result, _I1)
+    elif not isinstance(result, Value):
+        if result_type == _F32 and isinstance(result, (int, float)):
+            result = region.constant(float(result), _F32)
+        else:
+            raise FlashTileError(
+                f"{what} {fn.__name__} must return a {result_type} hook "
+                f"value, got {type(result).__name__}")
+    if result_type == _F32 and result.type == _INDEX:
+        result = to_float(result)
+    if result.type != result_type:
+        kind = "a score (f32)" if result_type == _F32 else "a condition"
+        raise FlashTileError(f"{what} {fn.__name__} must return {kind}, got "
+                             f"{result.type}")
+    header = ", ".join(f"%{p}: {t}" for p, t in params)
+    body = [f"^bb0({header}):"] + ["  " + line for line in region.lines]
+    body.append(f"  attn.yield {result.name} : {result_type}")
+    return body
+
+
+def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
+              window=None, scale=None, score_mod=None, mask_mod=None,
+              arch="sm_120"):
+    """The kernel-level `attn` module of an attention with these hooks, and
+    its extra arguments [(name, "tensor" | "scalar", captured value)] in
+    kernel order."""
+    if dtype not in ("f16", "bf16"):
+        raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
+    head_dim_v = head_dim if head_dim_v is None else head_dim_v
+    kernel = _Kernel()
+    hooks = []
+    if score_mod is not None:
+        hooks.append(("score_mod", _trace(
+            kernel, score_mod,
+            [("score", _F32), ("b", _INDEX), ("h", _INDEX), ("q_idx", _INDEX),
+             ("kv_idx", _INDEX)], _F32, "score_mod")))
+    if mask_mod is not None:
+        hooks.append(("mask_mod", _trace(
+            kernel, mask_mod,
+            [("b", _INDEX), ("h", _INDEX), ("q_idx", _INDEX),
+             ("kv_idx", _INDEX)], _I1, "mask_mod")))
+
+    def qkv(d):
+        return f"memref<?x?x?x{d}x{dtype}, strided<[?, ?, ?, 1]>>"
+
+    tq, tv = qkv(head_dim), qkv(head_dim_v)
+    lse = "memref<?x?x?xf32>"
+    block_args = [f"%q: {tq}", f"%k: {tq}", f"%v: {tv}", f"%o: {tv}",
+                  f"%lse: {lse}"]
+    extras = []
+    for arg in kernel.args:
+        if isinstance(arg, _TensorArg):
+            block_args.append(f"{arg.arg}: {arg.memref_type()}")
+            extras.append((arg.name, "tensor", kernel.tensors[arg.name]))
+        else:
+            block_args.append(f"{arg.arg}: {arg.type}")
+            extras.append((arg.name, "scalar", arg.default))
+    attrs = []
+    if causal:
+        attrs.append("causal")
+    if window is not None:
+        left, right = window
+        attrs.append(f"window_left = {int(left)}")
+        attrs.append(f"window_right = {int(right)}")
+    if scale is not None:
+        attrs.append(f"softmax_scale = {_float_literal(scale)} : f32")
+    attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
+    names = ""
+    if extras:
+        names = " attributes {arg_names = [" + ", ".join(
+            f'"{n}"' for n, _, _ in extras) + "]}"
+    lines = ["module {",
+             f"  attn.kernel @{name} arch(#attn.arch<{arch}>){names} {{",
+             f"  ^bb0({', '.join(block_args)}):"]
+    head = (f"    attn.attention %q, %k, %v -> %o, %lse{attr_text} : "
+            f"{tq}, {tq}, {tv} -> {tv}, {lse}")
+    if not hooks:
+        lines.append(head)
+    else:
+        for i, (kind, body) in enumerate(hooks):
+            opener = head if i == 0 else "    }"
+            lines.append(f"{opener} {kind} {{")
+            lines += ["    " + line for line in body]
+        lines.append("    }")
+    lines += ["  }", "}", ""]
+    return "\n".join(lines), extras

@@ -1,0 +1,228 @@
+"""flashtile.hooks: Python score_mod / mask_mod functions traced into attn IR.
+
+Pure Python: captured tensors are stand-ins with a dtype and a shape (no
+torch). Each traced kernel is also handed to flashtile-compile --emit=plan,
+which parses and verifies it.
+
+    PYTHONPATH=<build>/python_bindings python3 -m unittest test_hooks
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import flashtile
+from flashtile import FlashTileError
+from flashtile.hooks import kernel_ir
+
+
+class FakeTensor:
+    """What tracing reads of a torch tensor: dtype, shape, data_ptr."""
+
+    def __init__(self, dtype, shape):
+        self.dtype = dtype
+        self.shape = shape
+
+    def data_ptr(self):
+        return 0
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 50 * flashtile.tanh(score / 50)
+
+
+SLOPES = FakeTensor("torch.float32", (32,))
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + SLOPES[h] * (kv_idx - q_idx)
+
+
+def make_document(doc):
+    def document(b, h, q_idx, kv_idx):
+        return doc[b, q_idx] == doc[b, kv_idx]
+    return document
+
+
+def make_prefix(prefix):
+    def prefix_lm(b, h, q_idx, kv_idx):
+        return (kv_idx <= q_idx) | (kv_idx < prefix)
+    return prefix_lm
+
+
+def chunked(b, h, q_idx, kv_idx):
+    return q_idx // 1024 == kv_idx // 1024
+
+
+BIAS = FakeTensor("torch.float32", (32, 32))
+
+
+def t5(score, b, h, q_idx, kv_idx):
+    rel = kv_idx - q_idx
+    side = flashtile.where(rel > 0, 16, 0)
+    n = abs(rel)
+    far = 8 + flashtile.to_index(
+        flashtile.log(flashtile.maximum(n, 8) / 8.0) / 2.5257287 * 8.0)
+    return score + BIAS[h, side + flashtile.where(n < 8, n, flashtile.minimum(far, 15))]
+
+
+def this_line(offset=0):
+    import inspect
+    frame = inspect.currentframe().f_back
+    return f"{__file__}:{frame.f_lineno + offset}"
+
+
+class TraceTest(unittest.TestCase):
+    def test_softcap(self):
+        ir, extras = kernel_ir("softcap", 128, score_mod=softcap, causal=True)
+        self.assertEqual(extras, [])
+        self.assertIn("attn.kernel @softcap arch(#attn.arch<sm_120>) {", ir)
+        self.assertIn("{causal} :", ir)
+        self.assertIn("^bb0(%score: f32, %b: index, %h: index, "
+                      "%q_idx: index, %kv_idx: index):", ir)
+        body = ["%0 = arith.constant 50.0 : f32",
+                "%1 = arith.divf %score, %0 : f32",
+                "%2 = math.tanh %1 : f32",
+                "%3 = arith.mulf %0, %2 : f32",
+                "attn.yield %3 : f32"]
+        lines = [line.strip() for line in ir.splitlines()]
+        start = lines.index(body[0])
+        self.assertEqual(lines[start:start + len(body)], body)
+
+    def test_captured_tensor_is_an_extra_argument(self):
+        ir, extras = kernel_ir("alibi", 64, score_mod=alibi)
+        self.assertEqual([(n, k) for n, k, _ in extras], [("SLOPES", "tensor")])
+        self.assertIs(extras[0][2], SLOPES)
+        self.assertIn('attributes {arg_names = ["SLOPES"]}', ir)
+        self.assertIn("%x0: memref<?xf32, strided<[?]>>)", ir)
+        self.assertIn("memref.load %x0[%h] : memref<?xf32, strided<[?]>>", ir)
+        # An index next to a float becomes a float, as in torch.
+        self.assertIn("arith.sitofp", ir)
+
+    def test_int_tensor_reads_are_indices(self):
+        doc = FakeTensor("torch.int32", (2, 100))
+        ir, extras = kernel_ir("docs", 128, mask_mod=make_document(doc))
+        self.assertEqual([(n, k) for n, k, _ in extras], [("doc", "tensor")])
+        self.assertIn("memref.load %x0[%b, %q_idx] : "
+                      "memref<?x?xi32, strided<[?, ?]>>", ir)
+        self.assertIn("arith.index_cast %0 : i32 to index", ir)
+        self.assertIn("arith.cmpi eq, %1, %3 : index", ir)
+        self.assertIn("attn.yield %4 : i1", ir)
+
+    def test_run_time_scalar(self):
+        ir, extras = kernel_ir("prefix", 128,
+                               mask_mod=make_prefix(flashtile.scalar(512)))
+        self.assertEqual([(n, k, v) for n, k, v in extras],
+                         [("prefix", "scalar", 512)])
+        self.assertIn("%x0: i32)", ir)
+        self.assertIn("arith.index_cast %x0 : i32 to index", ir)
+        # A plain captured number is a constant.
+        ir, extras = kernel_ir("prefix", 128, mask_mod=make_prefix(512))
+        self.assertEqual(extras, [])
+        self.assertIn("arith.constant 512 : index", ir)
+
+    def test_sizes_pow_and_two_hooks(self):
+        def mod(score, b, h, q_idx, kv_idx):
+            return score * flashtile.pow(2.0, flashtile.seqlen_k() - kv_idx)
+        ir, _ = kernel_ir("both", 64, score_mod=mod, mask_mod=chunked,
+                          window=(256, 0), scale=0.125, head_dim_v=32)
+        self.assertIn('attn.size "seqlen_k"', ir)
+        self.assertIn("math.powf", ir)
+        self.assertIn("window_left = 256, window_right = 0, "
+                      "softmax_scale = 0.125 : f32}", ir)
+        self.assertIn("} mask_mod {", ir)
+        self.assertIn("arith.floordivsi %q_idx, %0 : index", ir)
+        self.assertIn("memref<?x?x?x32xbf16", ir)
+
+    def test_tracing_is_deterministic(self):
+        first = kernel_ir("t5", 128, score_mod=t5)[0]
+        self.assertEqual(first, kernel_ir("t5", 128, score_mod=t5)[0])
+
+
+class ErrorTest(unittest.TestCase):
+    def assertErrorAt(self, line, text, fn):
+        with self.assertRaises(FlashTileError) as e:
+            fn()
+        message = str(e.exception)
+        if line:
+            self.assertTrue(message.startswith(line + ": "), message)
+        self.assertIn(text, message)
+
+    def test_python_control_flow_on_a_hook_value(self):
+        def branchy(score, b, h, q_idx, kv_idx):
+            if score > 0:  # the error points here
+                return score
+            return -score
+        line = f"{__file__}:{branchy.__code__.co_firstlineno + 1}"
+        self.assertErrorAt(line, "use flashtile.where",
+                           lambda: kernel_ir("k", 64, score_mod=branchy))
+
+    def test_wrong_return_types(self):
+        self.assertErrorAt(None, "mask_mod bad must return a condition, got f32",
+                           lambda: kernel_ir("k", 64, mask_mod=self.bad_mask()))
+        self.assertErrorAt(None, "returned None",
+                           lambda: kernel_ir("k", 64,
+                                             score_mod=lambda *a: None))
+
+    def bad_mask(self):
+        def bad(b, h, q_idx, kv_idx):
+            return flashtile.to_float(q_idx)
+        return bad
+
+    def test_tensor_misuse(self):
+        table = FakeTensor("torch.float32", (4, 4))
+
+        def one_index(score, b, h, q_idx, kv_idx):
+            return score + table[h]
+        line = f"{__file__}:{one_index.__code__.co_firstlineno + 1}"
+        self.assertErrorAt(line, "tensor table has 2 dimension(s), read with "
+                           "1 index(es)",
+                           lambda: kernel_ir("k", 64, score_mod=one_index))
+        half = FakeTensor("torch.float16", (4,))
+
+        def reads_half(score, b, h, q_idx, kv_idx):
+            return score + half[h]
+        self.assertErrorAt(None, "hook tensor half has dtype torch.float16",
+                           lambda: kernel_ir("k", 64, score_mod=reads_half))
+
+        def float_index(score, b, h, q_idx, kv_idx):
+            return score + table[h, score]
+        self.assertErrorAt(None, "is indexed by an f32",
+                           lambda: kernel_ir("k", 64, score_mod=float_index))
+
+    def test_outside_tracing_and_bad_scalars(self):
+        self.assertErrorAt(this_line(1), "work only while a hook is traced",
+                           lambda: flashtile.tanh(1.0))
+        with self.assertRaises(FlashTileError):
+            flashtile.scalar("x")
+        self.assertErrorAt(None, "dtype must be 'f16' or 'bf16'",
+                           lambda: kernel_ir("k", 64, dtype="f32"))
+
+
+@unittest.skipIf(shutil.which("flashtile-compile") is None,
+                 "no flashtile-compile on PATH")
+class CompilerAcceptsTest(unittest.TestCase):
+    def test_every_example_compiles_to_a_plan(self):
+        doc = FakeTensor("torch.int32", (2, 100))
+        cases = {"softcap": dict(score_mod=softcap, causal=True),
+                 "alibi": dict(score_mod=alibi),
+                 "document": dict(mask_mod=make_document(doc), causal=True),
+                 "prefix": dict(mask_mod=make_prefix(flashtile.scalar(8))),
+                 "chunked": dict(mask_mod=chunked, causal=True),
+                 "t5": dict(score_mod=t5)}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, kw in cases.items():
+                path = os.path.join(tmp, name + ".mlir")
+                with open(path, "w") as f:
+                    f.write(kernel_ir(name, 128, **kw)[0])
+                proc = subprocess.run(
+                    ["flashtile-compile", path, "--emit=plan"],
+                    capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(f"kernel @{name}", proc.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
