@@ -14,9 +14,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <limits>
 
@@ -366,6 +368,21 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
       options.spillFallback && spills(*build->cubin))
     avoidSpills(options, module, options.pins, ptxas, *build);
   return build;
+}
+
+FailureOr<CompiledKernel>
+flashtile::compileSource(MLIRContext &ctx, StringRef source,
+                         StringRef bufferName, const CompileOptions &options,
+                         std::string &diagnostics) {
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), llvm::SMLoc());
+  llvm::raw_string_ostream os(diagnostics);
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, os);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return failure();
+  return compile(*module, options);
 }
 
 FailureOr<CompiledKernel> flashtile::compile(MLIRContext &ctx,

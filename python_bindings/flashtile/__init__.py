@@ -24,7 +24,9 @@ from .hooks import (Scalar, abs, batch_size, ceil, cos, erf, exp, exp2,  # noqa:
                     pow, rsqrt, scalar, seqlen_k, seqlen_q, sin, sqrt, tanh,
                     to_float, to_index, where)
 
-__all__ = ["FlashTileError", "__version__", "Scalar", "abs", "batch_size",
+from .compiler import CompiledKernel, compile  # noqa: E402,A004
+
+__all__ = ["FlashTileError", "__version__", "CompiledKernel", "compile", "Scalar", "abs", "batch_size",
            "ceil", "cos", "erf", "exp", "exp2", "floor", "heads_kv",
            "heads_q", "log", "log2", "maximum", "minimum", "pow", "rsqrt",
            "scalar", "seqlen_k", "seqlen_q", "sin", "sqrt", "tanh",

@@ -106,6 +106,16 @@ void registerCompilerDialects(mlir::MLIRContext &ctx);
 mlir::FailureOr<CompiledKernel> compile(mlir::ModuleOp module,
                                         const CompileOptions &options);
 
+/// Parses `source`, a kernel-level module with one `attn.kernel` (named
+/// `bufferName` in diagnostics), and compiles it. Every diagnostic, with its
+/// location and source line, is appended to `diagnostics`. `ctx` must have
+/// the compiler's dialects (registerCompilerDialects).
+mlir::FailureOr<CompiledKernel> compileSource(mlir::MLIRContext &ctx,
+                                              llvm::StringRef source,
+                                              llvm::StringRef bufferName,
+                                              const CompileOptions &options,
+                                              std::string &diagnostics);
+
 /// Builds the kernel of `spec` (dsl::buildAttentionKernel) and compiles it.
 mlir::FailureOr<CompiledKernel> compile(mlir::MLIRContext &ctx,
                                         const dsl::AttentionSpec &spec,

@@ -1,0 +1,148 @@
+"""flashtile.compile and its cache: hits, misses, invalidation (build ID,
+ptxas version), corrupted entries, a runtime-only installation, errors.
+
+Needs the full build (flashtile._compiler) and ptxas; no torch, no GPU.
+
+    PYTHONPATH=<build>/python_bindings python3 -m unittest test_compiler
+"""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import unittest
+from unittest import mock
+
+import flashtile
+from flashtile import FlashTileError
+from flashtile import compiler as ftc
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 30 * flashtile.tanh(score / 30)
+
+
+class CacheTest(unittest.TestCase):
+    def setUp(self):
+        self.cache = tempfile.mkdtemp()
+        self.real = ftc._compiler_module()
+        self.assertIsNotNone(self.real, "the full build has flashtile._compiler")
+        self.calls = 0
+        real_compile = self.real.compile
+
+        def counting(*args, **kwargs):
+            self.calls += 1
+            return real_compile(*args, **kwargs)
+        self.stub = mock.Mock()
+        self.stub.compile = counting
+        patcher = mock.patch.object(ftc, "_compiler_module",
+                                    lambda: self.stub)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        self.addCleanup(shutil.rmtree, self.cache, True)
+
+    def build(self, **kwargs):
+        args = dict(head_dim=64, dtype="bf16", causal=True, score_mod=softcap,
+                    isa="sm_90", cache=self.cache, verbose=False)
+        args.update(kwargs)
+        return flashtile.compile(**args)
+
+    def test_miss_then_hit(self):
+        kernel = self.build()
+        self.assertEqual(self.calls, 1)
+        self.assertEqual(len(kernel.key), 64)
+        self.assertTrue(kernel.path.startswith(self.cache))
+        self.assertIn(".entry flashtile_attention(", kernel.ptx)
+        self.assertEqual(kernel.cubin[:4], b"\x7fELF")
+        self.assertEqual(kernel.metadata["name"], "flashtile_attention")
+        self.assertEqual(kernel.metadata["isa"], "sm_90")
+        self.assertIn("config: tile_m=", kernel.report)
+        again = self.build()
+        self.assertEqual(self.calls, 1)
+        self.assertEqual(again.key, kernel.key)
+        # Another hook is another kernel.
+        self.build(score_mod=lambda s, b, h, q, k: s * 2)
+        self.assertEqual(self.calls, 2)
+
+    def test_key_covers_build_id_ptxas_and_pins(self):
+        request = ftc.KernelRequest(64, causal=True, score_mod=softcap)
+        key = ftc.cache_key(request, "V13.0.88")
+        self.assertEqual(key, ftc.cache_key(
+            ftc.KernelRequest(64, causal=True, score_mod=softcap), "V13.0.88"))
+        self.assertNotEqual(key, ftc.cache_key(request, "V13.1.0"))
+        with mock.patch.object(ftc._build, "BUILD_ID", "another build"):
+            self.assertNotEqual(key, ftc.cache_key(request, "V13.0.88"))
+        with mock.patch.object(ftc._build, "VERSION", "9.9.9"):
+            self.assertNotEqual(key, ftc.cache_key(request, "V13.0.88"))
+        pinned = ftc.KernelRequest(64, causal=True, score_mod=softcap,
+                                   tile_m=64)
+        self.assertNotEqual(key, ftc.cache_key(pinned, "V13.0.88"))
+
+    def test_new_compiler_version_misses(self):
+        self.build()
+        with mock.patch.object(ftc._build, "BUILD_ID", "a newer compiler"):
+            self.build()
+        self.assertEqual(self.calls, 2)
+
+    def test_corrupted_entry_is_rebuilt(self):
+        kernel = self.build()
+        with open(os.path.join(kernel.path, "kernel.cubin"), "r+b") as f:
+            f.seek(100)
+            f.write(b"garbage")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            again = self.build()
+        self.assertIn("is corrupt (kernel.cubin does not match its digest)",
+                      err.getvalue())
+        self.assertEqual(self.calls, 2)
+        self.assertEqual(again.cubin[:4], b"\x7fELF")
+        self.assertEqual(ftc._check_entry(again.path, again.key), (True, ""))
+        # A half-written entry (no manifest) is rebuilt too.
+        os.remove(os.path.join(again.path, "entry.json"))
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.build()
+        self.assertEqual(self.calls, 3)
+
+    def test_no_temporary_folders_are_left(self):
+        kernel = self.build()
+        parent = os.path.dirname(kernel.path)
+        self.assertEqual(os.listdir(parent), [kernel.key])
+
+    def test_runtime_only_installation(self):
+        kernel = self.build()
+        with open(os.path.join(self.cache, "toolchain.json")) as f:
+            recorded = json.load(f)["ptxas"]
+        self.assertTrue(recorded.startswith("V"))
+        with mock.patch.object(ftc, "_compiler_module", lambda: None):
+            # The same key from the recorded ptxas: a hit.
+            hit = self.build()
+            self.assertEqual(hit.key, kernel.key)
+            with self.assertRaises(FlashTileError) as e:
+                self.build(head_dim=128)
+            message = str(e.exception)
+            self.assertIn("is not in the cache at " + self.cache, message)
+            self.assertIn("no compiler (runtime-only)", message)
+            self.assertIn("python -m flashtile prebuild MANIFEST", message)
+            empty = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, empty, True)
+            with self.assertRaises(FlashTileError) as e:
+                self.build(cache=empty)
+            self.assertIn("records no ptxas version", str(e.exception))
+
+    def test_compile_errors(self):
+        with self.assertRaises(FlashTileError) as e:
+            self.build(head_dim=84)
+        self.assertIn("head_dim = 84 is not supported", str(e.exception))
+        with self.assertRaises(FlashTileError) as e:
+            self.build(isa="sm_99")
+        self.assertIn("unknown ISA 'sm_99'", str(e.exception))
+        with self.assertRaises(FlashTileError):
+            self.build(head_dim="128")
+        self.assertFalse(any(name.startswith(".tmp") for _, dirs, _ in
+                             os.walk(self.cache) for name in dirs))
+
+
+if __name__ == "__main__":
+    unittest.main()
