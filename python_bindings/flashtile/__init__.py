@@ -1,14 +1,24 @@
 """FlashTile's Python package.
 
-``flashtile.runtime`` loads a compiled kernel family (its launch plan,
-``NAME.plan.json``, and the cubins it names, as ``flashtile-compile
---emit=cubin --plan`` writes them) and launches it on CUDA torch tensors
-through the C++ runtime (the ``flashtile._runtime`` extension, built with the
-project: ``PYTHONPATH=<build>/python_bindings``). It runs where no LLVM/MLIR is
-installed; importing it and loading a plan need neither torch nor a GPU.
+* ``flashtile.attention(q, k, v, score_mod=..., mask_mod=...)``: attention on
+  torch tensors in SDPA's layout, with hooks written as Python functions;
+  compiled on first use through the cache, launched through the runtime.
+* ``flashtile.compile(...)``: a kernel's PTX, cubin, launch plan and report
+  (``flashtile.compiler``; the cache under $FLASHTILE_CACHE_DIR).
+* ``flashtile.hooks``: the tracing of hook functions into ``attn`` IR, in
+  pure Python, and the functions hooks call (``flashtile.tanh``, ``where``).
+* ``flashtile.runtime``: loads a compiled kernel family (its launch plan and
+  cubins) and launches it through the C++ runtime (``flashtile._runtime``).
+  It runs where no LLVM/MLIR is installed; importing it and loading a plan
+  need neither torch nor a GPU.
+* ``python -m flashtile prebuild MANIFEST``: fills a cache for a machine
+  without the compiler.
 """
 
-__version__ = "0.2.0"
+try:
+    from ._build import VERSION as __version__  # the CMake project's
+except ImportError:  # pragma: no cover - an unbuilt source tree
+    __version__ = "unbuilt"
 
 
 class FlashTileError(RuntimeError):
@@ -19,15 +29,17 @@ class FlashTileError(RuntimeError):
     """
 
 
-from .hooks import (Scalar, abs, batch_size, ceil, cos, erf, exp, exp2,  # noqa: E402,A004
-                    floor, heads_kv, heads_q, log, log2, maximum, minimum,
-                    pow, rsqrt, scalar, seqlen_k, seqlen_q, sin, sqrt, tanh,
-                    to_float, to_index, where)
+# flake8: noqa: E402
+from .hooks import (Scalar, TensorSpec, abs, batch_size, ceil, cos, erf,
+                    exp, exp2, floor, heads_kv, heads_q, log, log2, maximum,
+                    minimum, pow, rsqrt, scalar, seqlen_k, seqlen_q, sin,
+                    sqrt, tanh, to_float, to_index, where)
+from .compiler import CompiledKernel, compile
+from .attention import BlockMask, attention, create_block_mask
 
-from .compiler import CompiledKernel, compile  # noqa: E402,A004
-
-__all__ = ["FlashTileError", "__version__", "CompiledKernel", "compile", "Scalar", "abs", "batch_size",
-           "ceil", "cos", "erf", "exp", "exp2", "floor", "heads_kv",
-           "heads_q", "log", "log2", "maximum", "minimum", "pow", "rsqrt",
-           "scalar", "seqlen_k", "seqlen_q", "sin", "sqrt", "tanh",
-           "to_float", "to_index", "where"]
+__all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
+           "Scalar", "TensorSpec", "abs", "attention", "batch_size", "ceil",
+           "compile", "cos", "create_block_mask", "erf", "exp", "exp2",
+           "floor", "heads_kv", "heads_q", "log", "log2", "maximum",
+           "minimum", "pow", "rsqrt", "scalar", "seqlen_k", "seqlen_q", "sin",
+           "sqrt", "tanh", "to_float", "to_index", "where"]

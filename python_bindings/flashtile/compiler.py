@@ -123,13 +123,13 @@ class KernelRequest:
                  window=None, scale=None, score_mod=None, mask_mod=None,
                  arch="sm_120", isa=None, tile_m=None, tile_n=None,
                  stages=None, warps=None, q_in_regs=None,
-                 name="flashtile_attention"):
+                 name="flashtile_attention", captures=None):
         if not isinstance(head_dim, int) or isinstance(head_dim, bool):
             raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
         self.ir, self.extras = _hooks.kernel_ir(
             name, head_dim, dtype=dtype, head_dim_v=head_dim_v,
             causal=causal, window=window, scale=scale, score_mod=score_mod,
-            mask_mod=mask_mod, arch=arch)
+            mask_mod=mask_mod, arch=arch, captures=captures)
         self.arch = arch
         self.isa = isa
         self.pins = {k: v for k, v in (("tile_m", tile_m), ("tile_n", tile_n),

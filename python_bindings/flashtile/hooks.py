@@ -28,9 +28,8 @@ the same text on every Python version. Errors raise FlashTileError at the
 user's line.
 """
 
-import contextlib
+import builtins
 import math
-import sys
 import traceback
 import types
 
@@ -40,7 +39,7 @@ __all__ = ["scalar", "where", "tanh", "exp", "exp2", "log", "log2", "sqrt",
            "rsqrt", "abs", "erf", "sin", "cos", "floor", "ceil", "pow",
            "minimum", "maximum", "to_float", "to_index", "seqlen_q",
            "seqlen_k", "heads_q", "heads_kv", "batch_size", "Scalar",
-           "kernel_ir"]
+           "TensorSpec", "kernel_ir", "read_captures"]
 
 _F32, _INDEX, _I1, _I32 = "f32", "index", "i1", "i32"
 _DTYPES = {"float32": _F32, "int32": _I32}
@@ -75,8 +74,67 @@ class Scalar:
         self.name = name
 
 
+    # Outside tracing (a FlexAttention call on tensors, say) a Scalar is its
+    # value.
+    def __index__(self):
+        if isinstance(self.value, float):
+            raise TypeError("a float flashtile.scalar is not an index")
+        return self.value
+
+    def __float__(self):
+        return float(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+    def _on_value(op):
+        def fn(self, other):
+            return getattr(self.value, op)(other)
+        return fn
+
+    for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
+                "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+                "__gt__", "__ge__", "__eq__", "__ne__"):
+        locals()[_op] = _on_value(_op)
+    del _op, _on_value
+    __hash__ = object.__hash__
+
+
 def scalar(value, name=None):
+    """Marks a number a hook captures as a run-time scalar argument."""
     return Scalar(value, name)
+
+
+def _on_tensors(name, args):
+    """Outside tracing, a hook function called on tensors (FlexAttention
+    running the same score_mod) is torch's: flashtile.tanh is torch.tanh."""
+    if _current or not any(_is_tensor(a) for a in args):
+        return None
+    import torch
+    like = next(a for a in args if _is_tensor(a))
+    args = [a if _is_tensor(a) else torch.as_tensor(
+        float(a) if isinstance(a, Scalar) else a, device=like.device)
+        for a in args]
+    return getattr(torch, name)(*args)
+
+
+class TensorSpec:
+    """A stand-in for a tensor a hook captures, where the tensor itself is
+    not at hand (`python -m flashtile prebuild` on a machine without torch):
+    tracing reads only its dtype ("float32", "int32") and rank."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, dtype, rank):
+        self.dtype = str(dtype)
+        self.shape = (1,) * int(rank)
+
+    def data_ptr(self):
+        return 0
+
+    def __repr__(self):
+        return f"TensorSpec({self.dtype!r}, {len(self.shape)})"
 
 
 class _Region:
@@ -202,6 +260,17 @@ class Value:
     def __abs__(self):
         return abs(self)
 
+    @classmethod
+    def __torch_function__(cls, func, types=(), args=(), kwargs=None):
+        """torch.tanh(score), torch.where(...) on hook values: the same
+        function serves FlexAttention (on tensors) and FlashTile (traced)."""
+        name = getattr(func, "__name__", str(func))
+        impl = _TORCH_FUNCTIONS.get(name)
+        if impl is None:
+            _fail(f"torch.{name} is not supported in hooks (supported: "
+                  f"{', '.join(sorted(_TORCH_FUNCTIONS))})")
+        return impl(*args, **(kwargs or {}))
+
     __hash__ = None
 
 
@@ -244,6 +313,8 @@ def _operands(a, b):
 
 def to_float(x):
     """An index (or a number) as f32."""
+    if _is_tensor(x) and not _current:
+        return x if x.is_floating_point() else x.float()
     region = x.region if isinstance(x, Value) else _region()
     x = _lift(x, region)
     if x.type == _F32:
@@ -256,6 +327,8 @@ def to_float(x):
 
 def to_index(x):
     """An f32 (truncated toward zero) as an index."""
+    if _is_tensor(x) and not _current:
+        return x.trunc().long() if x.is_floating_point() else x
     region = x.region if isinstance(x, Value) else _region()
     x = _lift(x, region)
     if x.type == _INDEX:
@@ -327,6 +400,9 @@ def _logic(op, a, b):
 
 def where(cond, a, b):
     """`a` where `cond` holds, else `b` (arith.select)."""
+    on_tensors = _on_tensors("where", (cond, a, b))
+    if on_tensors is not None:
+        return on_tensors
     region, a, b = _operands(a, b)
     cond = _lift(cond, region)
     if cond.type != _I1:
@@ -338,6 +414,9 @@ def where(cond, a, b):
 
 def _unary_f32(op):
     def fn(x):
+        on_tensors = _on_tensors(op, (x,))
+        if on_tensors is not None:
+            return on_tensors
         region = x.region if isinstance(x, Value) else _region()
         x = to_float(_lift(x, region))
         return region.emit(f"math.{op} {x.name} : f32", _F32)
@@ -362,6 +441,8 @@ ceil = _unary_f32("ceil")
 
 def abs(x):  # noqa: A001 - mirrors Python's abs for hook values
     """|x|: math.absf on floats, math.absi on indices."""
+    if not isinstance(x, (Value, _ScalarArg)) and not _current:
+        return builtins.abs(x)  # a tensor or a number: Python's abs
     region = x.region if isinstance(x, Value) else _region()
     x = _lift(x, region)
     if x.type == _F32:
@@ -373,6 +454,9 @@ def abs(x):  # noqa: A001 - mirrors Python's abs for hook values
 
 def pow(x, y):  # noqa: A001
     """x ** y on floats (math.powf)."""
+    on_tensors = _on_tensors("pow", (x, y))
+    if on_tensors is not None:
+        return on_tensors
     region, x, y = _operands(x, y)
     x, y = to_float(x), to_float(y)
     return region.emit(f"math.powf {x.name}, {y.name} : f32", _F32)
@@ -380,6 +464,9 @@ def pow(x, y):  # noqa: A001
 
 def _minmax(which):
     def fn(a, b):
+        on_tensors = _on_tensors(f"{which}imum", (a, b))
+        if on_tensors is not None:
+            return on_tensors
         region, a, b = _operands(a, b)
         a, b = _unify(region, a, b)
         if a.type == _F32:
@@ -527,11 +614,18 @@ class _Kernel:
             return self.captured[key]
         return value
 
-    def bind(self, fn):
-        """`fn` with its captured tensors and scalars replaced by proxies."""
+    def bind(self, fn, overrides=None):
+        """`fn` with its captured tensors and scalars replaced by proxies;
+        `overrides` maps captured names to what to trace instead (stand-ins
+        such as TensorSpec)."""
+        overrides = overrides or {}
         code = fn.__code__
         cells = []
         for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            if name in overrides:
+                cells.append(types.CellType(self.capture(name,
+                                                         overrides[name])))
+                continue
             try:
                 contents = cell.cell_contents
             except ValueError:  # an empty cell (a later-assigned name)
@@ -540,20 +634,21 @@ class _Kernel:
             cells.append(types.CellType(self.capture(name, contents)))
         names = set(code.co_names)
         globals_ = dict(fn.__globals__)
-        for name in names & globals_.keys():
-            globals_[name] = self.capture(name, globals_[name])
+        for name in names & (globals_.keys() | overrides.keys()):
+            value = overrides[name] if name in overrides else globals_[name]
+            globals_[name] = self.capture(name, value)
         bound = types.FunctionType(code, globals_, fn.__name__,
                                    fn.__defaults__, tuple(cells))
         bound.__kwdefaults__ = fn.__kwdefaults__
         return bound
 
 
-def _trace(kernel, fn, params, result_type, what):
+def _trace(kernel, fn, params, result_type, what, captures):
     region = _Region(kernel)
     args = [Value(region, f"%{p}", t) for p, t in params]
     _current.append(region)
     try:
-        result = kernel.bind(fn)(*args)
+        result = kernel.bind(fn, captures)(*args)
     finally:
         _current.pop()
     if result is None:
@@ -582,10 +677,11 @@ def _trace(kernel, fn, params, result_type, what):
 
 def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,
-              arch="sm_120"):
+              arch="sm_120", captures=None):
     """The kernel-level `attn` module of an attention with these hooks, and
     its extra arguments [(name, "tensor" | "scalar", captured value)] in
-    kernel order."""
+    kernel order. `captures` maps names the hooks capture to what to trace
+    in their place (TensorSpec stand-ins)."""
     if dtype not in ("f16", "bf16"):
         raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
     head_dim_v = head_dim if head_dim_v is None else head_dim_v
@@ -595,12 +691,12 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
         hooks.append(("score_mod", _trace(
             kernel, score_mod,
             [("score", _F32), ("b", _INDEX), ("h", _INDEX), ("q_idx", _INDEX),
-             ("kv_idx", _INDEX)], _F32, "score_mod")))
+             ("kv_idx", _INDEX)], _F32, "score_mod", captures)))
     if mask_mod is not None:
         hooks.append(("mask_mod", _trace(
             kernel, mask_mod,
             [("b", _INDEX), ("h", _INDEX), ("q_idx", _INDEX),
-             ("kv_idx", _INDEX)], _I1, "mask_mod")))
+             ("kv_idx", _INDEX)], _I1, "mask_mod", captures)))
 
     def qkv(d):
         return f"memref<?x?x?x{d}x{dtype}, strided<[?, ?, ?, 1]>>"
@@ -646,3 +742,54 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
         lines.append("    }")
     lines += ["  }", "}", ""]
     return "\n".join(lines), extras
+
+
+def _clamp(x, min=None, max=None):  # noqa: A002 - torch's names
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + exp(-to_float(x)))
+
+
+# torch functions a hook may call on hook values, by __name__.
+_TORCH_FUNCTIONS = {
+    "tanh": lambda x: tanh(x), "exp": lambda x: exp(x),
+    "exp2": lambda x: exp2(x), "log": lambda x: log(x),
+    "log2": lambda x: log2(x), "sqrt": lambda x: sqrt(x),
+    "rsqrt": lambda x: rsqrt(x), "abs": lambda x: abs(x),
+    "erf": lambda x: erf(x), "sin": lambda x: sin(x), "cos": lambda x: cos(x),
+    "floor": lambda x: floor(x), "ceil": lambda x: ceil(x),
+    "pow": lambda x, y: pow(x, y), "minimum": lambda x, y: minimum(x, y),
+    "maximum": lambda x, y: maximum(x, y),
+    "where": lambda c, a, b: where(c, a, b), "clamp": _clamp,
+    "sigmoid": _sigmoid,
+}
+
+
+def read_captures(functions, extras):
+    """The current values of the extra arguments `extras` (kernel_ir's list)
+    as the hook `functions` capture them now (a closure cell or a global may
+    have been rebound since tracing): {name: tensor or scalar value}."""
+    values = {}
+    for name, kind, traced in extras:
+        value = traced
+        for fn in functions:
+            if fn is None:
+                continue
+            code = fn.__code__
+            if name in code.co_freevars:
+                cell = fn.__closure__[code.co_freevars.index(name)]
+                value = cell.cell_contents
+                break
+            if name in code.co_names and name in fn.__globals__:
+                value = fn.__globals__[name]
+                break
+        if isinstance(value, Scalar):
+            value = value.value
+        values[name] = value
+    return values

@@ -4,7 +4,10 @@
 # H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
 # the folder given (default: .gpu/kernels), and a summary of registers and
 # spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep|variants]
-# (variants: only what tools/gpu/check_variants.py runs).
+# (variants: only what tools/gpu/check_variants.py runs). Except in quick
+# mode it also prebuilds the Python examples' kernels into .gpu/cache
+# (python -m flashtile prebuild tools/gpu/py_kernels.json), which
+# tools/gpu/check_python.py runs from the runtime-only package there.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/.gpu/kernels}"
@@ -129,3 +132,12 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("*.plan.json")):
                 f'regs={k["registers"]} spill={k["spill_stores"]}/{k["spill_loads"]}')
 print("\n".join(rows))
 PY
+
+# The Python examples' kernels, into the kernel cache the GPU machine reads.
+if [ "$mode" != quick ]; then
+  PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
+    python3 -m flashtile prebuild "$root/tools/gpu/py_kernels.json" \
+    --cache "$root/.gpu/cache" > "$out/../prebuild.log" 2>&1 ||
+    { cat "$out/../prebuild.log"; exit 1; }
+  echo "prebuilt $(grep -c '^[0-9a-f]\{64\} ' "$out/../prebuild.log") Python-example kernels into .gpu/cache"
+fi

@@ -14,6 +14,9 @@
 #   7. a short benchmark against torch's SDPA backends
 #   8. the variant examples: check_variants.py (correctness against float64
 #      PyTorch twins, then speed next to the plain kernel, Flex and FA2)
+#   9. the Python surface: check_python.py (flashtile.attention with Python
+#      hooks against float64 twins, speed next to Flex on the same
+#      functions, per-call overhead), kernels from the prebuilt cache
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -187,6 +190,16 @@ status=$?
 stage variants "$(verdict $status)" "$(grep -E 'cases passed' "$out/variants.txt" | tail -1) (variants.txt)"
 fi
 
+# 9. The Python surface: flashtile.attention with Python hooks, from the
+# runtime-only package and the cache prebuilt on the build machine
+# (tools/gpu/build_kernels.sh: .gpu/cache from tools/gpu/py_kernels.json).
+if want python; then
+FLASHTILE_CACHE_DIR="$root/.gpu/cache" timeout 420 \
+  python3 "$root/tools/gpu/check_python.py" > "$out/python.txt" 2>&1
+status=$?
+stage python "$(verdict $status)" "$(grep -E 'cases passed' "$out/python.txt" | tail -1) (python.txt)"
+fi
+
 {
   echo
   echo "== FlashTile GPU proof ($(head -1 "$out/gpu.txt"), $(( $(date +%s) - start )) s)"
@@ -198,6 +211,11 @@ fi
     echo
     echo "-- variants (TFLOP/s)"
     sed -n '/^TFLOP/,$p' "$out/variants.txt"
+  fi
+  if [ -e "$out/python.txt" ]; then
+    echo
+    echo "-- python (TFLOP/s)"
+    sed -n '/^TFLOP/,$p' "$out/python.txt"
   fi
   if [ -e "$out/bench.txt" ]; then
     echo

@@ -1,0 +1,101 @@
+"""python -m flashtile prebuild MANIFEST [--cache DIR]
+
+Fills a kernel cache from a manifest, on a machine with the compiler, for a
+machine without one (the shapes of the calls do not matter: one kernel
+serves every shape). MANIFEST is JSON:
+
+    {"hooks": "my_hooks.py",              # Python file defining the hooks
+     "kernels": [
+       {"head_dim": 128, "dtype": "bf16", "causal": true,
+        "score_mod": "softcap", "mask_mod": null,
+        "window": null, "head_dim_v": null,
+        "arch": "sm_120", "isa": "sm_90",
+        "captures": {"SLOPES": ["float32", 1]}}]}
+
+`hooks` is relative to the manifest; `score_mod` / `mask_mod` name its
+functions; `captures` gives (dtype, rank) for each tensor a hook captures
+that is not set when the file is imported. Each kernel's key is printed; a
+call with the same hooks, dtype, head dims, mask and arch hits the cache.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+
+from . import FlashTileError
+from . import compiler
+from .hooks import TensorSpec
+
+_FIELDS = {"head_dim", "dtype", "causal", "score_mod", "mask_mod", "window",
+           "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
+           "stages", "warps", "q_in_regs"}
+
+
+def _load_hooks(path):
+    spec = importlib.util.spec_from_file_location(
+        "_flashtile_prebuild_hooks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prebuild(manifest_path, cache=None, out=sys.stdout):
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    folder = os.path.dirname(os.path.abspath(manifest_path))
+    module = None
+    if manifest.get("hooks"):
+        module = _load_hooks(os.path.join(folder, manifest["hooks"]))
+    keys = []
+    for i, entry in enumerate(manifest.get("kernels", [])):
+        where = f"{manifest_path}: kernels[{i}]"
+        unknown = set(entry) - _FIELDS
+        if unknown:
+            raise FlashTileError(f"{where}: unknown field(s) "
+                                 f"{', '.join(sorted(unknown))}")
+        hooks = {}
+        for kind in ("score_mod", "mask_mod"):
+            name = entry.get(kind)
+            if name is None:
+                continue
+            fn = getattr(module, name, None) if module else None
+            if fn is None:
+                raise FlashTileError(f"{where}: {kind} {name!r} is not defined "
+                                     f"in {manifest.get('hooks')}")
+            hooks[kind] = fn
+        captures = {name: TensorSpec(*spec)
+                    for name, spec in (entry.get("captures") or {}).items()}
+        request = compiler.KernelRequest(
+            entry["head_dim"], entry.get("dtype", "bf16"),
+            entry.get("head_dim_v"), bool(entry.get("causal", False)),
+            tuple(entry["window"]) if entry.get("window") else None, None,
+            hooks.get("score_mod"), hooks.get("mask_mod"),
+            entry.get("arch", "sm_120"), entry.get("isa"),
+            entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
+            entry.get("warps"), entry.get("q_in_regs"), captures=captures)
+        kernel = compiler.compile_request(request, cache=cache)
+        print(f"{kernel.key}  {request.description}", file=out)
+        keys.append(kernel.key)
+    return keys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m flashtile")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pre = sub.add_parser("prebuild", help="fill a kernel cache from a manifest")
+    pre.add_argument("manifest")
+    pre.add_argument("--cache", help="the cache folder (default: "
+                     "$FLASHTILE_CACHE_DIR or ~/.cache/flashtile)")
+    args = parser.parse_args(argv)
+    try:
+        prebuild(args.manifest, args.cache)
+    except (FlashTileError, OSError, ValueError, KeyError) as e:
+        print(f"flashtile prebuild: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

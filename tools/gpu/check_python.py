@@ -1,0 +1,219 @@
+"""The Python surface on the GPU: flashtile.attention with hooks written in
+Python (tools/gpu/py_hooks.py), against float64 PyTorch twins (the same
+functions, run on tensors), then its speed next to FlexAttention running
+the very same functions, and the per-call overhead next to SDPA.
+
+Runs with the runtime-only package (no compiler here): every kernel comes
+from the cache prebuilt on the build machine
+(FLASHTILE_CACHE_DIR=.gpu/cache, tools/gpu/py_kernels.json).
+
+    python3 tools/gpu/check_python.py [--check-only]
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashtile  # noqa: E402
+import py_hooks as H  # noqa: E402
+from bench_fwd import time_ms  # noqa: E402
+
+DEV = "cuda"
+ARCH = "sm_120"  # the SM120 configuration, run with the H200's ISA
+EXAMPLES = [  # name, kind, causalities
+    ("softcap", "score_mod", (False, True)),
+    ("alibi", "score_mod", (False, True)),
+    ("relative_bias", "score_mod", (False,)),
+    ("document", "mask_mod", (True,)),
+    ("prefix_lm", "mask_mod", (False,)),
+    ("chunked", "mask_mod", (True,)),
+]
+
+
+def set_inputs(B, Hq, S, gen):
+    H.SLOPES = torch.rand(Hq, generator=gen).to(DEV) * -0.5
+    H.BIAS = torch.randn(Hq, 32, generator=gen).to(DEV)
+    ids = torch.sort(torch.randint(0, 4, (B, S), generator=gen), dim=1).values
+    H.DOC = ids.to(torch.int32).to(DEV)
+    H.PREFIX.value = max(1, S // 3)
+
+
+def reference(q, k, v, causal, score_mod, mask_mod, scale):
+    """float64 attention; fully masked rows give 0 and -inf."""
+    B, Hq, Sq, D = q.shape
+    Hkv, Sk = k.shape[1], k.shape[2]
+    q, k, v = q.double(), k.double(), v.double()
+    k = k.repeat_interleave(Hq // Hkv, 1)
+    v = v.repeat_interleave(Hq // Hkv, 1)
+    s = (q @ k.transpose(-1, -2)) * scale
+    b = torch.arange(B, device=DEV).view(B, 1, 1, 1)
+    h = torch.arange(Hq, device=DEV).view(1, Hq, 1, 1)
+    qi = torch.arange(Sq, device=DEV).view(1, 1, Sq, 1)
+    ki = torch.arange(Sk, device=DEV).view(1, 1, 1, Sk)
+    if score_mod is not None:
+        s = score_mod(s, b, h, qi, ki).double()
+    keep = torch.ones_like(s, dtype=torch.bool)
+    if causal:
+        keep &= ki <= qi + (Sk - Sq)
+    if mask_mod is not None:
+        keep &= mask_mod(b, h, qi, ki).expand_as(keep)
+    s = s.masked_fill(~keep, -math.inf)
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0)
+    return p @ v, lse
+
+
+def poison():
+    """Fills memory the caching allocator hands out next with NaN."""
+    junk = torch.full((64 << 20,), float("nan"), device=DEV)
+    del junk
+
+
+def run_checks():
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(2, 4, 2, 257, 300), (1, 4, 1, 300, 257), (2, 6, 3, 1, 129)]
+    total = passed = 0
+    print(f"{'example':34} {'shape B,Hq/Hkv,Sq,Sk':22} {'O err':>9} {'LSE err':>9} "
+          f"{'empty':>6}  result")
+    for name, kind, causals in EXAMPLES:
+        fn = getattr(H, name)
+        for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 2e-3)):
+            for causal in causals:
+                for d in ((64, 128) if dtype == torch.bfloat16 else (64,)):
+                    for B, Hq, Hkv, Sq, Sk in shapes:
+                        total += 1
+                        set_inputs(B, Hq, max(Sq, Sk), gen)
+                        q = torch.randn(B, Hq, Sq, d, generator=gen).to(DEV, dtype)
+                        k = torch.randn(B, Hkv, Sk, d, generator=gen).to(DEV, dtype)
+                        v = torch.randn(B, Hkv, Sk, d, generator=gen).to(DEV, dtype)
+                        hooks = {kind: fn}
+                        poison()
+                        out, lse = flashtile.attention(q, k, v, causal=causal,
+                                                       return_lse=True, arch=ARCH,
+                                                       **hooks)
+                        ref, ref_lse = reference(q, k, v, causal,
+                                                 hooks.get("score_mod"),
+                                                 hooks.get("mask_mod"),
+                                                 1 / math.sqrt(d))
+                        empty = torch.isinf(ref_lse)
+                        err = ((out.double() - ref).abs().max()
+                               / ref.abs().max().clamp_min(1e-30)).item()
+                        finite = ~empty
+                        lse_err = ((lse.double() - ref_lse)[finite].abs().max().item()
+                                   if finite.any() else 0.0)
+                        empty_ok = (bool((out.double()[empty.unsqueeze(-1)
+                                                       .expand_as(out)] == 0).all())
+                                    and bool(torch.isneginf(lse[empty]).all()))
+                        ok = (err < tol and lse_err < 1e-3 and empty_ok
+                              and not torch.isnan(out).any().item())
+                        passed += ok
+                        label = f"{name}_{str(dtype)[6:]}_d{d}_c{int(causal)}"
+                        print(f"{label:34} {f'{B},{Hq}/{Hkv},{Sq},{Sk}':22} {err:9.2e} "
+                              f"{lse_err:9.2e} {int(empty.sum()):6}  "
+                              f"{'PASS' if ok else 'FAIL'}")
+    # A block mask built once gives what a full call gives, bit for bit.
+    total += 1
+    B, Hq, Hkv, S, d = 2, 4, 2, 1000, 128
+    set_inputs(B, Hq, S, gen)
+    q = torch.randn(B, Hq, S, d, generator=gen).to(DEV, torch.bfloat16)
+    k = torch.randn(B, Hkv, S, d, generator=gen).to(DEV, torch.bfloat16)
+    v = torch.randn(B, Hkv, S, d, generator=gen).to(DEV, torch.bfloat16)
+    full = flashtile.attention(q, k, v, causal=True, mask_mod=H.document, arch=ARCH)
+    mask = flashtile.create_block_mask(q, k, v, causal=True, mask_mod=H.document,
+                                       arch=ARCH)
+    poison()
+    reused = flashtile.attention(q, k, v, causal=True, mask_mod=H.document,
+                                 block_mask=mask, arch=ARCH)
+    same = torch.equal(full, reused)
+    passed += same
+    print(f"document mask reused through create_block_mask: "
+          f"{'identical' if same else 'DIFFERENT'} outputs")
+    print(f"{passed}/{total} cases passed")
+    return passed == total
+
+
+def run_bench():
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    flex = torch.compile(flex_attention, dynamic=False)
+    B, Hq, Hkv, S, d = 4, 32, 8, 4096, 128
+    gen = torch.Generator().manual_seed(1)
+    set_inputs(B, Hq, S, gen)
+    H.DOC = (torch.arange(S, device=DEV) // 512).to(torch.int32).view(1, S).expand(B, S).contiguous()
+    q = torch.randn(B, Hq, S, d, generator=gen).to(DEV, torch.bfloat16)
+    k = torch.randn(B, Hkv, S, d, generator=gen).to(DEV, torch.bfloat16)
+    v = torch.randn(B, Hkv, S, d, generator=gen).to(DEV, torch.bfloat16)
+    print(f"\nTFLOP/s, bf16 d={d} B={B} Hq/Hkv={Hq}/{Hkv} S={S}, visible entries; "
+          f"FlashTile (SM120 config on the H200) and Flex run the same Python function")
+    print(f"{'example':22} {'flashtile':>9} {'flex':>9} {'ratio':>6}")
+    qi = torch.arange(S, device=DEV).view(S, 1)
+    ki = torch.arange(S, device=DEV).view(1, S)
+    for name, kind, causals in EXAMPLES:
+        fn = getattr(H, name)
+        for causal in causals:
+            keep = torch.ones(S, S, dtype=torch.bool, device=DEV)
+            if causal:
+                keep &= ki <= qi
+            if kind == "mask_mod":
+                keep &= fn(torch.zeros(1, 1, dtype=torch.long, device=DEV), 0, qi, ki)
+            entries = B * Hq * int(keep.sum())
+
+            def mm(b, h, q_idx, kv_idx, fn=fn, causal=causal):
+                keep = kv_idx == kv_idx
+                if causal:
+                    keep = keep & (kv_idx <= q_idx)
+                if kind == "mask_mod":
+                    keep = keep & fn(b, h, q_idx, kv_idx)
+                return keep
+            block = (create_block_mask(mm, B=B if name == "document" else None, H=None,
+                                       Q_LEN=S, KV_LEN=S, device=DEV)
+                     if causal or kind == "mask_mod" else None)
+            sm = fn if kind == "score_mod" else None
+            hooks = {kind: fn}
+            ft = time_ms(torch, lambda: flashtile.attention(q, k, v, causal=causal,
+                                                            arch=ARCH, **hooks), 5, 20)
+            fx = time_ms(torch, lambda: flex(q, k, v, score_mod=sm, block_mask=block,
+                                             enable_gqa=True), 5, 20)
+            tf = lambda ms: 4 * entries * d / ms / 1e9  # noqa: E731
+            print(f"{name + (' causal' if causal else ''):22} {tf(ft):9.1f} "
+                  f"{tf(fx):9.1f} {fx / ft:6.2f}")
+
+    # Per-call overhead at a tiny shape: FlashTile's Python call (tracing
+    # skipped after the first call; cache in memory) next to SDPA's.
+    q1 = torch.randn(1, 1, 1, 64, device=DEV, dtype=torch.bfloat16)
+    flashtile.attention(q1, q1, q1, arch=ARCH)
+    torch.cuda.synchronize()
+
+    def per_call(fn, n=2000):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / n * 1e6
+    ft = per_call(lambda: flashtile.attention(q1, q1, q1, arch=ARCH))
+    sd = per_call(lambda: torch.nn.functional.scaled_dot_product_attention(q1, q1, q1))
+    print(f"\nper-call overhead (1x1x1x64): flashtile.attention {ft:.1f} us, "
+          f"SDPA {sd:.1f} us, ratio {ft / sd:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check-only", action="store_true")
+    args = ap.parse_args()
+    print(f"flashtile {flashtile.__version__} on {torch.cuda.get_device_name()}, "
+          f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
+    ok = run_checks()
+    if not args.check_only:
+        run_bench()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

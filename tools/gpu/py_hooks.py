@@ -1,0 +1,43 @@
+"""The Python hook examples the GPU proof runs (tools/gpu/check_python.py),
+and that `python -m flashtile prebuild tools/gpu/py_kernels.json` compiles
+here. Each function serves both FlashTile (traced) and FlexAttention (on
+tensors): flashtile.tanh is torch.tanh on tensors. The captured tensors are
+set by the caller; the manifest gives their dtype and rank for the
+prebuild, where torch may be absent."""
+
+import flashtile
+
+SLOPES = None   # float32 (heads_q,)
+BIAS = None     # float32 (heads_q, 32): T5 buckets
+DOC = None      # int32 (batch, seqlen): document ids
+PREFIX = flashtile.scalar(0, name="prefix_len")
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 30 * flashtile.tanh(score / 30)
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score + SLOPES[h] * (kv_idx - q_idx)
+
+
+def relative_bias(score, b, h, q_idx, kv_idx):
+    rel = kv_idx - q_idx
+    side = flashtile.where(rel > 0, 16, 0)
+    n = flashtile.abs(rel)
+    far = 8 + flashtile.to_index(
+        flashtile.log(flashtile.maximum(n, 8) / 8.0) / 2.5257287 * 8.0)
+    bucket = side + flashtile.where(n < 8, n, flashtile.minimum(far, 15))
+    return score + BIAS[h, bucket]
+
+
+def document(b, h, q_idx, kv_idx):
+    return DOC[b, q_idx] == DOC[b, kv_idx]
+
+
+def prefix_lm(b, h, q_idx, kv_idx):
+    return (kv_idx <= q_idx) | (kv_idx < PREFIX)
+
+
+def chunked(b, h, q_idx, kv_idx):
+    return q_idx // 128 == kv_idx // 128
