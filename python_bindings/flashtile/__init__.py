@@ -37,9 +37,16 @@ from .hooks import (Scalar, TensorSpec, abs, batch_size, ceil, cos, erf,
 from .compiler import CompiledKernel, compile
 from .attention import BlockMask, attention, create_block_mask
 
+
+def torch_op(compiled):
+    """A CompiledKernel as a torch custom op (flashtile.torch_ops; imports
+    torch)."""
+    from .torch_ops import torch_op as make
+    return make(compiled)
+
 __all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
            "Scalar", "TensorSpec", "abs", "attention", "batch_size", "ceil",
            "compile", "cos", "create_block_mask", "erf", "exp", "exp2",
            "floor", "heads_kv", "heads_q", "log", "log2", "maximum",
            "minimum", "pow", "rsqrt", "scalar", "seqlen_k", "seqlen_q", "sin",
-           "sqrt", "tanh", "to_float", "to_index", "where"]
+           "sqrt", "tanh", "to_float", "to_index", "torch_op", "where"]

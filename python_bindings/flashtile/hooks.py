@@ -30,6 +30,7 @@ user's line.
 
 import builtins
 import math
+import operator
 import traceback
 import types
 
@@ -87,17 +88,18 @@ class Scalar:
     def __int__(self):
         return int(self.value)
 
-    def _on_value(op):
-        def fn(self, other):
-            return getattr(self.value, op)(other)
-        return fn
+    def _on_value(op, reflected):
+        # operator's dispatch, so that `tensor < scalar` becomes torch's.
+        if reflected:
+            return lambda self, other: op(other, self.value)
+        return lambda self, other: op(self.value, other)
 
-    for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
-                "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
-                "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-                "__gt__", "__ge__", "__eq__", "__ne__"):
-        locals()[_op] = _on_value(_op)
-    del _op, _on_value
+    for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod"):
+        locals()[f"__{_name}__"] = _on_value(getattr(operator, _name), False)
+        locals()[f"__r{_name}__"] = _on_value(getattr(operator, _name), True)
+    for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+        locals()[f"__{_name}__"] = _on_value(getattr(operator, _name), False)
+    del _name, _on_value
     __hash__ = object.__hash__
 
 

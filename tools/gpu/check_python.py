@@ -1,7 +1,9 @@
 """The Python surface on the GPU: flashtile.attention with hooks written in
 Python (tools/gpu/py_hooks.py), against float64 PyTorch twins (the same
-functions, run on tensors), then its speed next to FlexAttention running
-the very same functions, and the per-call overhead next to SDPA.
+functions, run on tensors); the torch op under torch.compile(fullgraph=True),
+CUDA-graph replays and backward's error; then its speed next to
+FlexAttention running the very same functions, and the per-call overhead
+next to SDPA.
 
 Runs with the runtime-only package (no compiler here): every kernel comes
 from the cache prebuilt on the build machine
@@ -137,6 +139,81 @@ def run_checks():
     return passed == total
 
 
+def run_torch_integration():
+    """The torch op under torch.compile(fullgraph=True), a CUDA graph replay
+    of flashtile.attention, and backward's error."""
+    gen = torch.Generator().manual_seed(2)
+    B, Hq, Hkv, S, d = 2, 8, 2, 512, 128
+
+    def rand(h):
+        return torch.randn(B, h, S, d, generator=gen).to(DEV, torch.bfloat16)
+    q, k, v = rand(Hq), rand(Hkv), rand(Hkv)
+    results = []
+    compiled = flashtile.compile(d, "bf16", causal=True, score_mod=H.softcap,
+                                 arch=ARCH, isa="sm_90")
+    op = flashtile.torch_op(compiled)
+    eager = op(q, k, v)
+    direct = flashtile.attention(q, k, v, causal=True, score_mod=H.softcap, arch=ARCH)
+    results.append(("torch op == flashtile.attention", torch.equal(eager, direct)))
+    torch._dynamo.reset()
+    graph = torch.compile(lambda q, k, v: op(q, k, v) * 2, fullgraph=True)
+    try:
+        out = graph(q, k, v)
+        results.append(("torch.compile(fullgraph=True): no graph break, same "
+                        "result", torch.equal(out, eager * 2)))
+    except Exception as e:  # noqa: BLE001
+        print("torch.compile failed:", type(e).__name__, str(e)[:400])
+        results.append(("torch.compile(fullgraph=True)", False))
+
+    # CUDA graph: capture on a side stream, replay on new inputs.
+    sq, sk, sv = q.clone(), k.clone(), v.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            flashtile.attention(sq, sk, sv, causal=True, score_mod=H.softcap, arch=ARCH)
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_out = flashtile.attention(sq, sk, sv, causal=True,
+                                         score_mod=H.softcap, arch=ARCH)
+    nq, nk, nv = rand(Hq), rand(Hkv), rand(Hkv)
+    sq.copy_(nq)
+    sk.copy_(nk)
+    sv.copy_(nv)
+    g.replay()
+    torch.cuda.synchronize()
+    fresh = flashtile.attention(nq, nk, nv, causal=True, score_mod=H.softcap, arch=ARCH)
+    results.append(("CUDA graph replay == eager on new inputs",
+                    torch.equal(static_out, fresh)))
+    # Also a run-time block mask's kernels (stream-ordered workspaces).
+    H.DOC = torch.sort(torch.randint(0, 3, (B, S), generator=gen), 1).values.to(
+        torch.int32).to(DEV)
+    with torch.cuda.stream(side):
+        flashtile.attention(sq, sk, sv, causal=True, mask_mod=H.document, arch=ARCH)
+    torch.cuda.current_stream().wait_stream(side)
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
+        doc_out = flashtile.attention(sq, sk, sv, causal=True, mask_mod=H.document,
+                                      arch=ARCH)
+    g2.replay()
+    torch.cuda.synchronize()
+    results.append(("CUDA graph replay with a run-time block mask",
+                    torch.equal(doc_out, flashtile.attention(
+                        sq, sk, sv, causal=True, mask_mod=H.document, arch=ARCH))))
+
+    qg = q.clone().requires_grad_()
+    try:
+        op(qg, k, v).float().sum().backward()
+        results.append(("backward raises", False))
+    except flashtile.FlashTileError as e:
+        results.append(("backward raises: " + str(e)[:60] + "...",
+                        "no backward pass" in str(e)))
+    for label, ok in results:
+        print(f"{'PASS' if ok else 'FAIL'}  {label}")
+    return all(ok for _, ok in results)
+
+
 def run_bench():
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     flex = torch.compile(flex_attention, dynamic=False)
@@ -210,6 +287,7 @@ def main():
     print(f"flashtile {flashtile.__version__} on {torch.cuda.get_device_name()}, "
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
     ok = run_checks()
+    ok = run_torch_integration() and ok
     if not args.check_only:
         run_bench()
     return 0 if ok else 1
