@@ -168,7 +168,7 @@ def _sha256(path):
 class CompiledKernel:
     """One compiled kernel family in the cache: PTX, cubin, launch plan
     (`metadata`), resource report, and the extra arguments its hooks
-    captured [(name, "tensor" | "scalar", captured value)]."""
+    captured (hooks.kernel_ir's list)."""
 
     def __init__(self, key, path, extras):
         self.key = key

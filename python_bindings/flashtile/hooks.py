@@ -544,9 +544,10 @@ class _TensorArg:
 class _ScalarArg:
     """A captured flashtile.scalar, as an extra kernel argument."""
 
-    def __init__(self, kernel, name, type_, value):
-        self.kernel, self.name, self.type, self.default = (kernel, name,
-                                                           type_, value)
+    def __init__(self, kernel, name, type_, scalar):
+        self.kernel, self.name, self.type, self.scalar = (kernel, name,
+                                                          type_, scalar)
+        self.variable = name  # the hook's name for it
         self.arg = None
 
     def value(self, region):
@@ -599,8 +600,9 @@ class _Kernel:
             key = id(value)
             if key not in self.captured:
                 type_ = _I32 if isinstance(value.value, int) else _F32
-                self.captured[key] = _ScalarArg(self, value.name or name,
-                                                type_, value.value)
+                arg = _ScalarArg(self, value.name or name, type_, value)
+                arg.variable = name
+                self.captured[key] = arg
             return self.captured[key]
         if _is_tensor(value):
             key = id(value)
@@ -681,8 +683,9 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,
               arch="sm_120", captures=None):
     """The kernel-level `attn` module of an attention with these hooks, and
-    its extra arguments [(name, "tensor" | "scalar", captured value)] in
-    kernel order. `captures` maps names the hooks capture to what to trace
+    its extra arguments [(argument name, "tensor" | "scalar", the captured
+    tensor or flashtile.Scalar, the hooks' variable name)] in kernel
+    order. `captures` maps names the hooks capture to what to trace
     in their place (TensorSpec stand-ins)."""
     if dtype not in ("f16", "bf16"):
         raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
@@ -711,10 +714,11 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
     for arg in kernel.args:
         if isinstance(arg, _TensorArg):
             block_args.append(f"{arg.arg}: {arg.memref_type()}")
-            extras.append((arg.name, "tensor", kernel.tensors[arg.name]))
+            extras.append((arg.name, "tensor", kernel.tensors[arg.name],
+                           arg.name))
         else:
             block_args.append(f"{arg.arg}: {arg.type}")
-            extras.append((arg.name, "scalar", arg.default))
+            extras.append((arg.name, "scalar", arg.scalar, arg.variable))
     attrs = []
     if causal:
         attrs.append("causal")
@@ -728,7 +732,7 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
     names = ""
     if extras:
         names = " attributes {arg_names = [" + ", ".join(
-            f'"{n}"' for n, _, _ in extras) + "]}"
+            f'"{e[0]}"' for e in extras) + "]}"
     lines = ["module {",
              f"  attn.kernel @{name} arch(#attn.arch<{arch}>){names} {{",
              f"  ^bb0({', '.join(block_args)}):"]
@@ -776,20 +780,21 @@ _TORCH_FUNCTIONS = {
 def read_captures(functions, extras):
     """The current values of the extra arguments `extras` (kernel_ir's list)
     as the hook `functions` capture them now (a closure cell or a global may
-    have been rebound since tracing): {name: tensor or scalar value}."""
+    have been rebound since tracing; a Scalar's value may have changed):
+    {argument name: tensor or number}."""
     values = {}
-    for name, kind, traced in extras:
+    for name, kind, traced, variable in extras:
         value = traced
         for fn in functions:
             if fn is None:
                 continue
             code = fn.__code__
-            if name in code.co_freevars:
-                cell = fn.__closure__[code.co_freevars.index(name)]
-                value = cell.cell_contents
+            if variable in code.co_freevars:
+                value = fn.__closure__[code.co_freevars.index(variable)] \
+                    .cell_contents
                 break
-            if name in code.co_names and name in fn.__globals__:
-                value = fn.__globals__[name]
+            if variable in code.co_names and variable in fn.__globals__:
+                value = fn.__globals__[variable]
                 break
         if isinstance(value, Scalar):
             value = value.value

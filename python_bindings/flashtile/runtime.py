@@ -111,6 +111,12 @@ class Kernel:
         like = next((a for a in list(args) + list(kwargs.values())
                      if hasattr(a, "data_ptr")), None)
         device = like.get_device() if like is not None else 0
+        # The writers need no outputs, but the checks do: scratch ones.
+        positions = {a["name"]: i for i, a in
+                     enumerate(self.plan["arguments"])}
+        for name, shape, dtype in self.output_shapes(*args, **kwargs):
+            if name not in kwargs and positions[name] >= len(args):
+                kwargs[name] = allocate(tuple(shape), dtype, device, like)
         buffers, pointers, filled = {}, [], []
         for name, nbytes, written in self._impl.workspaces(args, kwargs):
             if written and nbytes > 0:

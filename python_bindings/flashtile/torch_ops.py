@@ -64,13 +64,13 @@ class TorchOp:
     """A precompiled kernel as a torch op in SDPA's (B, H, S, D) layout."""
 
     def __init__(self, compiled):
-        scalars = [name for name, kind, _ in compiled.extras if kind == "scalar"]
+        scalars = [e[0] for e in compiled.extras if e[1] == "scalar"]
         if scalars:
             raise FlashTileError(
                 f"the torch op takes tensor extras only; this kernel has "
                 f"run-time scalars {scalars}: use flashtile.attention")
         self.plan = compiled.plan_path
-        self.names = [name for name, _, _ in compiled.extras]
+        self.names = [e[0] for e in compiled.extras]
 
     def __call__(self, q, k, v, *extras, scale=None, return_lse=False):
         if len(extras) != len(self.names):

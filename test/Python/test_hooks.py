@@ -93,7 +93,7 @@ class TraceTest(unittest.TestCase):
 
     def test_captured_tensor_is_an_extra_argument(self):
         ir, extras = kernel_ir("alibi", 64, score_mod=alibi)
-        self.assertEqual([(n, k) for n, k, _ in extras], [("SLOPES", "tensor")])
+        self.assertEqual([e[:2] for e in extras], [("SLOPES", "tensor")])
         self.assertIs(extras[0][2], SLOPES)
         self.assertIn('attributes {arg_names = ["SLOPES"]}', ir)
         self.assertIn("%x0: memref<?xf32, strided<[?]>>)", ir)
@@ -104,7 +104,7 @@ class TraceTest(unittest.TestCase):
     def test_int_tensor_reads_are_indices(self):
         doc = FakeTensor("torch.int32", (2, 100))
         ir, extras = kernel_ir("docs", 128, mask_mod=make_document(doc))
-        self.assertEqual([(n, k) for n, k, _ in extras], [("doc", "tensor")])
+        self.assertEqual([e[:2] for e in extras], [("doc", "tensor")])
         self.assertIn("memref.load %x0[%b, %q_idx] : "
                       "memref<?x?xi32, strided<[?, ?]>>", ir)
         self.assertIn("arith.index_cast %0 : i32 to index", ir)
@@ -112,10 +112,19 @@ class TraceTest(unittest.TestCase):
         self.assertIn("attn.yield %4 : i1", ir)
 
     def test_run_time_scalar(self):
-        ir, extras = kernel_ir("prefix", 128,
-                               mask_mod=make_prefix(flashtile.scalar(512)))
-        self.assertEqual([(n, k, v) for n, k, v in extras],
-                         [("prefix", "scalar", 512)])
+        limit = flashtile.scalar(512)
+        ir, extras = kernel_ir("prefix", 128, mask_mod=make_prefix(limit))
+        self.assertEqual(extras, [("prefix", "scalar", limit, "prefix")])
+        # Values are read at each call: a changed Scalar, a rebound capture.
+        hook = make_prefix(limit)
+        limit.value = 7
+        self.assertEqual(flashtile.hooks.read_captures((hook,), extras),
+                         {"prefix": 7})
+        named = flashtile.scalar(3, name="prefix_len")
+        ir, extras = kernel_ir("prefix", 128, mask_mod=make_prefix(named))
+        self.assertIn('arg_names = ["prefix_len"]', ir)
+        self.assertEqual(flashtile.hooks.read_captures(
+            (make_prefix(flashtile.scalar(9)),), extras), {"prefix_len": 9})
         self.assertIn("%x0: i32)", ir)
         self.assertIn("arith.index_cast %x0 : i32 to index", ir)
         # A plain captured number is a constant.
