@@ -30,10 +30,12 @@ def _load(plan):
 
 @torch.library.custom_op("flashtile::attention", mutates_args=())
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: str,
-               scale: float, names: list[str],
+               scale: float, names: str,
                tensors: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, S, H, D) views in, (out (B, Sq, Hq, Dv), lse (B, Hq, Sq)) out."""
-    kwargs = dict(zip(names, tensors))
+    """(B, S, H, D) views in, (out (B, Sq, Hq, Dv), lse (B, Hq, Sq)) out;
+    `names` are the extra tensors' argument names, comma-separated (a
+    custom op's schema has no list of strings)."""
+    kwargs = dict(zip(names.split(",") if names else [], tensors))
     if scale >= 0:
         kwargs["softmax_scale"] = scale
     return _load(plan)(q, k, v, **kwargs)
@@ -78,7 +80,8 @@ class TorchOp:
                                  f"tensor(s) {self.names}, got {len(extras)}")
         out, lse = torch.ops.flashtile.attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), self.plan,
-            -1.0 if scale is None else float(scale), self.names, list(extras))
+            -1.0 if scale is None else float(scale), ",".join(self.names),
+            list(extras))
         out = out.transpose(1, 2)
         return (out, lse) if return_lse else out
 
