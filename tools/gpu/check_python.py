@@ -214,6 +214,65 @@ def run_torch_integration():
     return all(ok for _, ok in results)
 
 
+def run_transformers():
+    """Small randomly initialised Llama and Gemma-2 models (built from
+    configs, no download) with FlashTile registered as an attention
+    implementation: bf16 logits against the fp32 eager model's."""
+    import transformers
+    from transformers import (AttentionInterface, Gemma2Config,
+                              Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM)
+
+    def flashtile_attention(module, query, key, value, attention_mask,
+                            scaling=None, dropout=0.0, softcap=None, **kwargs):
+        if softcap is not None and softcap != 50.0:
+            raise flashtile.FlashTileError(f"no kernel for softcap {softcap}")
+        out = flashtile.attention(query, key, value, causal=True, scale=scaling,
+                                  score_mod=H.gemma_softcap if softcap else None,
+                                  arch=ARCH)
+        return out.transpose(1, 2), None
+    AttentionInterface.register("flashtile", flashtile_attention)
+
+    def use(model, impl):
+        # transformers 5's set_attn_implementation takes any name holding
+        # "flash" for a Hub flash-attention kernel; the attention layers
+        # read config._attn_implementation at each call, so set it there.
+        model.config._attn_implementation = impl
+
+    common = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                  vocab_size=1000, max_position_embeddings=1024)
+    cases = [("Llama (d=32, GQA 8/4), vs sdpa", LlamaConfig, LlamaForCausalLM,
+              dict(num_attention_heads=8, num_key_value_heads=4), "sdpa"),
+             ("Gemma-2 (d=64, softcap 50), vs eager", Gemma2Config,
+              Gemma2ForCausalLM,
+              dict(num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                   attn_logit_softcapping=50.0, final_logit_softcapping=None,
+                   sliding_window=1024, query_pre_attn_scalar=64), "eager")]
+    ok = True
+    print(f"\ntransformers {transformers.__version__}: logits max |error| against "
+          f"the fp32 eager model, bf16 models, 2 x 257 tokens")
+    for label, config_cls, model_cls, extra, baseline in cases:
+        torch.manual_seed(0)
+        config = config_cls(**common, **extra)
+        config._attn_implementation = "eager"
+        model = model_cls(config).to(DEV).float().eval()
+        ids = torch.randint(0, 1000, (2, 257), device=DEV)
+        with torch.no_grad():
+            ref = model(ids, use_cache=False).logits.double()
+            model = model.to(torch.bfloat16)
+            errors = {}
+            for impl in (baseline, "flashtile"):
+                use(model, impl)
+                logits = model(ids, use_cache=False).logits.double()
+                errors[impl] = (logits - ref).abs().max().item()
+        ratio = errors["flashtile"] / errors[baseline]
+        passed = ratio <= 1.5
+        ok &= passed
+        print(f"{'PASS' if passed else 'FAIL'}  {label}: flashtile "
+              f"{errors['flashtile']:.3e}, {baseline} {errors[baseline]:.3e}, "
+              f"ratio {ratio:.2f} (target <= 1.5)")
+    return ok
+
+
 def run_bench():
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     flex = torch.compile(flex_attention, dynamic=False)
@@ -288,6 +347,7 @@ def main():
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
     ok = run_checks()
     ok = run_torch_integration() and ok
+    ok = run_transformers() and ok
     if not args.check_only:
         run_bench()
     return 0 if ok else 1

@@ -41,3 +41,8 @@ def prefix_lm(b, h, q_idx, kv_idx):
 
 def chunked(b, h, q_idx, kv_idx):
     return q_idx // 128 == kv_idx // 128
+
+
+def gemma_softcap(score, b, h, q_idx, kv_idx):
+    """Gemma-2's attention logit softcapping (attn_logit_softcapping = 50)."""
+    return 50.0 * flashtile.tanh(score / 50.0)
