@@ -49,6 +49,11 @@ def find_ptxas():
 
 if find_ptxas():
     config.available_features.add("ptxas")
+
+# pip, setuptools and wheel in lit's Python: the package install test.
+import importlib.util
+if all(importlib.util.find_spec(m) for m in ("pip", "setuptools", "wheel")):
+    config.available_features.add("pip-install")
 if os.environ.get("CUDA_HOME"):
     config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
 

@@ -2,13 +2,13 @@
 # Installs the compile-side toolchain on Debian 12 when it is missing:
 # LLVM/MLIR 22 (bookworm-security), ninja, ccache, GoogleTest (lit comes with
 # LLVM), nlohmann-json (the launch plan), pybind11 and Python headers (the
-# runtime's Python binding).
+# Python bindings), pip, setuptools and wheel (pip install of the package).
 # Quick (a few dpkg queries) when everything is already present.
 set -euo pipefail
 
 pkgs=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       ninja-build ccache libgtest-dev nlohmann-json3-dev pybind11-dev
-      python3-dev)
+      python3-dev python3-pip python3-setuptools python3-wheel)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -17,13 +17,18 @@ __all__ = ["attention", "create_block_mask", "BlockMask", "device_arch"]
 
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
 _compiled = {}
+_archs = {}
 
 
 def device_arch(device):
     """The chip name of a CUDA device ("sm_90", "sm_120")."""
-    import torch
-    major, minor = torch.cuda.get_device_capability(device)
-    return f"sm_{major}{minor}"
+    index = device.index if device.index is not None else -1
+    arch = _archs.get(index)
+    if arch is None:
+        import torch
+        major, minor = torch.cuda.get_device_capability(device)
+        arch = _archs[index] = f"sm_{major}{minor}"
+    return arch
 
 
 def _check(q, k, v):
@@ -42,28 +47,38 @@ def _check(q, k, v):
 
 
 def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa):
-    """The compiled kernel for this call's dtype, head dims and hooks."""
+    """The compiled kernel for this call's dtype, head dims and hooks: from
+    memory after the first call (the runtime checks every call's tensors)."""
+    window = tuple(window) if window is not None else None
+    try:
+        fast = (q.dtype, q.device, q.shape[-1], v.shape[-1], bool(causal),
+                window, score_mod, mask_mod, arch, isa)
+        hit = _compiled.get(fast)
+    except (AttributeError, IndexError, TypeError):
+        fast, hit = None, None
+    if hit is not None:
+        return hit
     dtype = _check(q, k, v)
     device = device_arch(q.device)
-    arch = arch or device
-    if isa is None and arch != device:
-        isa = device  # an SM120 configuration run on an sm_90 GPU, say
-    window = tuple(window) if window is not None else None
+    target = arch or device
+    target_isa = isa
+    if target_isa is None and target != device:
+        target_isa = device  # an SM120 configuration run on an sm_90 GPU
+    compiled = _compiler.compile(
+        q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
+        window=window, score_mod=score_mod, mask_mod=mask_mod, arch=target,
+        isa=target_isa)
     key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
-           mask_mod, arch, isa)
-    compiled = _compiled.get(key)
-    if compiled is None:
-        compiled = _compiler.compile(
-            q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
-            window=window, score_mod=score_mod, mask_mod=mask_mod, arch=arch,
-            isa=isa)
-        _compiled[key] = compiled
+           mask_mod, target, target_isa)
+    if fast is not None:
+        _compiled[fast] = (compiled, key)
     return compiled, key
 
 
 def _arguments(compiled, q, k, v, scale, score_mod, mask_mod):
     args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-    kwargs = _hooks.read_captures((score_mod, mask_mod), compiled.extras)
+    kwargs = (_hooks.read_captures((score_mod, mask_mod), compiled.extras)
+              if compiled.extras else {})
     if scale is not None:
         kwargs["softmax_scale"] = float(scale)
     return args, kwargs
