@@ -154,6 +154,11 @@ def run_torch_integration():
     results = []
     compiled = flashtile.compile(d, "bf16", causal=True, score_mod=H.softcap,
                                  arch=ARCH, isa="sm_90")
+    sass = compiled.asm("sass")
+    results.append(("CompiledKernel.asm('sass') (cuobjdump): HMMA and LDSM present",
+                    "HMMA" in sass and "LDSM" in sass))
+    results.append((f"the installed package ({os.path.dirname(flashtile.__file__)}) "
+                    f"has no compiler", flashtile.compiler._compiler_module() is None))
     op = flashtile.torch_op(compiled)
     eager = op(q, k, v)
     direct = flashtile.attention(q, k, v, causal=True, score_mod=H.softcap, arch=ARCH)
@@ -352,7 +357,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check-only", action="store_true")
     args = ap.parse_args()
-    print(f"flashtile {flashtile.__version__} on {torch.cuda.get_device_name()}, "
+    print(f"flashtile {flashtile.__version__} from {flashtile.__file__} on "
+          f"{torch.cuda.get_device_name()}, "
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
     ok = run_checks()
     ok = run_torch_integration() and ok

@@ -194,8 +194,17 @@ fi
 # runtime-only package and the cache prebuilt on the build machine
 # (tools/gpu/build_kernels.sh: .gpu/cache from tools/gpu/py_kernels.json).
 if want python; then
-FLASHTILE_CACHE_DIR="$root/.gpu/cache" timeout 420 \
-  python3 "$root/tools/gpu/check_python.py" > "$out/python.txt" 2>&1
+# The runtime-only package, pip-installed into a folder of its own (the
+# image's torch lives in its environment), reusing the run-side build above.
+site="$out/site"
+rm -rf "$site"
+FLASHTILE_RUNTIME_ONLY=1 FLASHTILE_BUILD_DIR="$build" \
+  python3 -m pip install --no-build-isolation --no-deps --no-index \
+  --target "$site" "$root" > "$out/pip.log" 2>&1
+status=$?
+stage pip-runtime-only "$(verdict $status)" "$(tail -1 "$out/pip.log") (pip.log)"
+(cd "$out" && PYTHONPATH="$site" FLASHTILE_CACHE_DIR="$root/.gpu/cache" \
+  timeout 420 python3 "$root/tools/gpu/check_python.py") > "$out/python.txt" 2>&1
 status=$?
 stage python "$(verdict $status)" "$(grep -E 'cases passed' "$out/python.txt" | tail -1) (python.txt)"
 fi
