@@ -12,8 +12,9 @@ serves every shape). MANIFEST is JSON:
         "arch": "sm_120", "isa": "sm_90",
         "captures": {"SLOPES": ["float32", 1]}}]}
 
-`hooks` is relative to the manifest; `score_mod` / `mask_mod` name its
-functions; `captures` gives (dtype, rank) for each tensor a hook captures
+`hooks` is relative to the manifest (a kernel may name its own `hooks`
+file, as the error of a runtime-only cache miss prints it); `score_mod` /
+`mask_mod` name its functions; `captures` gives (dtype, rank) for each tensor a hook captures
 that is not set when the file is imported. Each kernel's key is printed; a
 call with the same hooks, dtype, head dims, mask and arch hits the cache.
 """
@@ -28,7 +29,8 @@ from . import FlashTileError
 from . import compiler
 from .hooks import TensorSpec
 
-_FIELDS = {"head_dim", "dtype", "causal", "score_mod", "mask_mod", "window",
+_FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
+           "window",
            "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
            "stages", "warps", "q_in_regs"}
 
@@ -45,9 +47,15 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
     with open(manifest_path) as f:
         manifest = json.load(f)
     folder = os.path.dirname(os.path.abspath(manifest_path))
-    module = None
-    if manifest.get("hooks"):
-        module = _load_hooks(os.path.join(folder, manifest["hooks"]))
+    modules = {}
+
+    def hooks_module(path):
+        if not path:
+            return None
+        path = os.path.join(folder, path)
+        if path not in modules:
+            modules[path] = _load_hooks(path)
+        return modules[path]
     keys = []
     for i, entry in enumerate(manifest.get("kernels", [])):
         where = f"{manifest_path}: kernels[{i}]"
@@ -55,6 +63,7 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
         if unknown:
             raise FlashTileError(f"{where}: unknown field(s) "
                                  f"{', '.join(sorted(unknown))}")
+        module = hooks_module(entry.get("hooks") or manifest.get("hooks"))
         hooks = {}
         for kind in ("score_mod", "mask_mod"):
             name = entry.get(kind)
@@ -62,8 +71,9 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
                 continue
             fn = getattr(module, name, None) if module else None
             if fn is None:
-                raise FlashTileError(f"{where}: {kind} {name!r} is not defined "
-                                     f"in {manifest.get('hooks')}")
+                raise FlashTileError(
+                    f"{where}: {kind} {name!r} is not defined in "
+                    f"{entry.get('hooks') or manifest.get('hooks')}")
             hooks[kind] = fn
         captures = {name: TensorSpec(*spec)
                     for name, spec in (entry.get("captures") or {}).items()}

@@ -117,7 +117,8 @@ def ptxas_version(cache=None):
 class KernelRequest:
     """What a kernel is compiled from: traced IR, chip, ISA and pins."""
 
-    __slots__ = ("ir", "extras", "arch", "isa", "pins", "description")
+    __slots__ = ("ir", "extras", "arch", "isa", "pins", "description",
+                 "manifest_entry")
 
     def __init__(self, head_dim, dtype="bf16", head_dim_v=None, causal=False,
                  window=None, scale=None, score_mod=None, mask_mod=None,
@@ -136,6 +137,22 @@ class KernelRequest:
                                        ("stages", stages), ("warps", warps),
                                        ("q_in_regs", q_in_regs))
                      if v is not None}
+        # What `python -m flashtile prebuild` takes to build this kernel.
+        entry = {"head_dim": head_dim, "dtype": dtype, "causal": bool(causal)}
+        if head_dim_v is not None:
+            entry["head_dim_v"] = head_dim_v
+        if window is not None:
+            entry["window"] = list(window)
+        for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+            if fn is not None:
+                entry[kind] = fn.__name__
+                entry.setdefault("hooks", fn.__code__.co_filename)
+        entry.update(arch=arch, isa=isa, **self.pins)
+        tensors = {e[3]: [_hooks.tensor_dtype(e[2]), len(e[2].shape)]
+                   for e in self.extras if e[1] == "tensor"}
+        if tensors:
+            entry["captures"] = tensors
+        self.manifest_entry = entry
         hooks = ", ".join(f"{kind}={fn.__name__}" for kind, fn in
                           (("score_mod", score_mod), ("mask_mod", mask_mod))
                           if fn is not None)
@@ -321,8 +338,9 @@ def compile_request(request, cache=None, verbose=None):
             f"kernel {key} ({request.description}) is not in the cache at "
             f"{root}, and this installation has no compiler (runtime-only). "
             f"Build it where the compiler is installed: python -m flashtile "
-            f"prebuild MANIFEST, with the manifest entry "
-            f"{json.dumps(_manifest_entry(request))}, and copy the cache.")
+            f"prebuild MANIFEST, with this kernel in the manifest's "
+            f"\"kernels\": "
+            f"{json.dumps(request.manifest_entry)}, and copy the cache.")
     message = f"flashtile: compiling {request.description} (key {key[:12]})"
     timer = None
     if verbose:
@@ -342,14 +360,6 @@ def compile_request(request, cache=None, verbose=None):
     _record_toolchain(root, ptxas)
     return CompiledKernel(key, _write_entry(root, key, result, request),
                           request.extras)
-
-
-def _manifest_entry(request):
-    """How `python -m flashtile prebuild` names this request (hooks by
-    their module and name)."""
-    return {"ir_sha256": hashlib.sha256(request.ir.encode()).hexdigest(),
-            "arch": request.arch, "isa": request.isa, "pins": request.pins,
-            "description": request.description}
 
 
 def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,

@@ -577,6 +577,11 @@ class _ScalarArg:
     __hash__ = None
 
 
+def tensor_dtype(t):
+    """The dtype name of a tensor or TensorSpec ("float32", "int32")."""
+    return str(t.dtype).replace("torch.", "")
+
+
 def _is_tensor(x):
     return (hasattr(x, "data_ptr") and hasattr(x, "dtype")
             and hasattr(x, "shape") and not isinstance(x, type))
@@ -607,7 +612,7 @@ class _Kernel:
         if _is_tensor(value):
             key = id(value)
             if key not in self.captured:
-                dtype = _DTYPES.get(str(value.dtype).replace("torch.", ""))
+                dtype = _DTYPES.get(tensor_dtype(value))
                 if dtype is None:
                     raise FlashTileError(
                         f"hook tensor {name} has dtype {value.dtype}; hooks "

@@ -125,11 +125,54 @@ class CacheTest(unittest.TestCase):
             self.assertIn("is not in the cache at " + self.cache, message)
             self.assertIn("no compiler (runtime-only)", message)
             self.assertIn("python -m flashtile prebuild MANIFEST", message)
+            self.assertIn('{"head_dim": 128, "dtype": "bf16", "causal": true, '
+                          '"score_mod": "softcap", "hooks": ', message)
+            self.assertIn('"arch": "sm_120", "isa": "sm_90"}', message)
             empty = tempfile.mkdtemp()
             self.addCleanup(shutil.rmtree, empty, True)
             with self.assertRaises(FlashTileError) as e:
                 self.build(cache=empty)
             self.assertIn("records no ptxas version", str(e.exception))
+
+    def test_prebuild_fills_the_cache_a_call_hits(self):
+        from flashtile.__main__ import prebuild
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder, True)
+        with open(os.path.join(folder, "my_hooks.py"), "w") as f:
+            f.write("import flashtile\n"
+                    "TABLE = None\n"
+                    "def bias(score, b, h, q_idx, kv_idx):\n"
+                    "    return score + TABLE[h]\n")
+        manifest = os.path.join(folder, "manifest.json")
+        entry = {"head_dim": 64, "dtype": "bf16", "causal": True,
+                 "score_mod": "bias", "arch": "sm_120", "isa": "sm_90",
+                 "captures": {"TABLE": ["float32", 1]}}
+        with open(manifest, "w") as f:
+            json.dump({"hooks": "my_hooks.py", "kernels": [entry]}, f)
+        out = io.StringIO()
+        with contextlib.redirect_stderr(io.StringIO()):
+            keys = prebuild(manifest, cache=self.cache, out=out)
+        self.assertEqual(len(keys), 1)
+        self.assertIn(keys[0], out.getvalue())
+        # The same hook, with a real-looking tensor captured: a cache hit.
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "my_hooks", os.path.join(folder, "my_hooks.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.TABLE = flashtile.TensorSpec("torch.float32", 1)
+        calls = self.calls
+        kernel = self.build(score_mod=module.bias)
+        self.assertEqual(kernel.key, keys[0])
+        self.assertEqual(self.calls, calls)
+        # A bad manifest: a clear error.
+        with open(manifest, "w") as f:
+            json.dump({"hooks": "my_hooks.py",
+                       "kernels": [dict(entry, score_mod="nope")]}, f)
+        with self.assertRaises(FlashTileError) as e:
+            prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertIn("score_mod 'nope' is not defined in my_hooks.py",
+                      str(e.exception))
 
     def test_compile_errors(self):
         with self.assertRaises(FlashTileError) as e:
