@@ -51,8 +51,8 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa):
     memory after the first call (the runtime checks every call's tensors)."""
     window = tuple(window) if window is not None else None
     try:
-        fast = (q.dtype, q.device, q.shape[-1], v.shape[-1], bool(causal),
-                window, score_mod, mask_mod, arch, isa)
+        fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
+                bool(causal), window, score_mod, mask_mod, arch, isa)
         hit = _compiled.get(fast)
     except (AttributeError, IndexError, TypeError):
         fast, hit = None, None
@@ -70,6 +70,7 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa):
         isa=target_isa)
     key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
            mask_mod, target, target_isa)
+    compiled.runtime_kernel()  # loaded once, here
     if fast is not None:
         _compiled[fast] = (compiled, key)
     return compiled, key
