@@ -11,7 +11,9 @@
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/Runtime/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
+#include "flashtile/Target/PTX.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -84,6 +86,23 @@ py::dict compileKernel(const std::string &source,
   return out;
 }
 
+/// The ptxas the compiler runs (flashtile::findPtxas is the one owner of
+/// where it is looked for).
+std::string findPtxasPath() {
+  mlir::MLIRContext ctx;
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    os << d.str();
+    return mlir::success();
+  });
+  mlir::FailureOr<std::string> path =
+      findPtxas("", mlir::UnknownLoc::get(&ctx));
+  if (failed(path))
+    raise(diagnostics);
+  return *path;
+}
+
 } // namespace
 
 PYBIND11_MODULE(_compiler, m) {
@@ -100,4 +119,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("cubin_file") = "kernel.cubin", py::arg("ptxas") = "",
         "Compiles kernel-level attn IR text: {name, ptx, cubin, plan, "
         "report, warnings}. Raises FlashTileError with the diagnostics.");
+  m.def("find_ptxas", &findPtxasPath,
+        "The ptxas the compiler runs; raises FlashTileError naming where it "
+        "looked.");
 }

@@ -63,19 +63,6 @@ def cache_dir():
         os.path.expanduser("~"), ".cache", "flashtile")
 
 
-def _find_ptxas():
-    """ptxas as the compiler finds it: $CUDA_HOME/bin, /usr/local/cuda/bin,
-    then PATH."""
-    candidates = []
-    if os.environ.get("CUDA_HOME"):
-        candidates.append(os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas"))
-    candidates.append("/usr/local/cuda/bin/ptxas")
-    for path in candidates:
-        if os.access(path, os.X_OK):
-            return path
-    return shutil.which("ptxas")
-
-
 _ptxas_versions = {}
 
 
@@ -86,12 +73,9 @@ def ptxas_version(cache=None):
     uses the cache a build machine filled)."""
     if os.environ.get("FLASHTILE_PTXAS_VERSION"):
         return os.environ["FLASHTILE_PTXAS_VERSION"]
-    if _compiler_module() is not None:
-        path = _find_ptxas()
-        if path is None:
-            raise FlashTileError(
-                "ptxas not found ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH): "
-                "install the CUDA toolkit")
+    compiler = _compiler_module()
+    if compiler is not None:
+        path = compiler.find_ptxas()
         if path not in _ptxas_versions:
             out = subprocess.run([path, "--version"], capture_output=True,
                                  text=True, check=False).stdout
