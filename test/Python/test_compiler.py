@@ -37,6 +37,7 @@ class CacheTest(unittest.TestCase):
             return real_compile(*args, **kwargs)
         self.stub = mock.Mock()
         self.stub.compile = counting
+        self.stub.find_ptxas = self.real.find_ptxas
         patcher = mock.patch.object(ftc, "_compiler_module",
                                     lambda: self.stub)
         patcher.start()
