@@ -30,7 +30,7 @@ from . import compiler
 from .hooks import TensorSpec
 
 _FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
-           "window",
+           "sink", "window",
            "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
            "stages", "warps", "q_in_regs"}
 
@@ -65,7 +65,7 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
                                  f"{', '.join(sorted(unknown))}")
         module = hooks_module(entry.get("hooks") or manifest.get("hooks"))
         hooks = {}
-        for kind in ("score_mod", "mask_mod"):
+        for kind in ("score_mod", "mask_mod", "sink"):
             name = entry.get(kind)
             if name is None:
                 continue
@@ -84,7 +84,8 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
             hooks.get("score_mod"), hooks.get("mask_mod"),
             entry.get("arch", "sm_120"), entry.get("isa"),
             entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
-            entry.get("warps"), entry.get("q_in_regs"), captures=captures)
+            entry.get("warps"), entry.get("q_in_regs"), captures=captures,
+            sink=hooks.get("sink"))
         kernel = compiler.compile_request(request, cache=cache)
         print(f"{kernel.key}  {request.description}", file=out)
         keys.append(kernel.key)

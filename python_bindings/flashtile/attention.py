@@ -10,6 +10,7 @@ flashtile.create_block_mask is reused by every call given it.
 """
 
 from . import FlashTileError
+from . import _sinks
 from . import compiler as _compiler
 from . import hooks as _hooks
 
@@ -46,13 +47,14 @@ def _check(q, k, v):
     return dtype
 
 
-def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa):
+def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
+            sink=None):
     """The compiled kernel for this call's dtype, head dims and hooks: from
     memory after the first call (the runtime checks every call's tensors)."""
     window = tuple(window) if window is not None else None
     try:
         fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
-                bool(causal), window, score_mod, mask_mod, arch, isa)
+                bool(causal), window, score_mod, mask_mod, sink, arch, isa)
         hit = _compiled.get(fast)
     except (AttributeError, IndexError, TypeError):
         fast, hit = None, None
@@ -67,18 +69,19 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa):
     compiled = _compiler.compile(
         q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
         window=window, score_mod=score_mod, mask_mod=mask_mod, arch=target,
-        isa=target_isa)
+        isa=target_isa, sink=sink)
     key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
-           mask_mod, target, target_isa)
+           mask_mod, sink, target, target_isa)
     compiled.runtime_kernel()  # loaded once, here
     if fast is not None:
         _compiled[fast] = (compiled, key)
     return compiled, key
 
 
-def _arguments(compiled, q, k, v, scale, score_mod, mask_mod):
+def _arguments(compiled, q, k, v, scale, score_mod, mask_mod, sink=None):
     args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-    kwargs = (_hooks.read_captures((score_mod, mask_mod), compiled.extras)
+    kwargs = (_hooks.read_captures((score_mod, mask_mod, sink),
+                                   compiled.extras)
               if compiled.extras else {})
     if scale is not None:
         kwargs["softmax_scale"] = float(scale)
@@ -99,27 +102,41 @@ class BlockMask:
 
 
 def create_block_mask(q, k, v, *, mask_mod, causal=False, window=None,
-                      score_mod=None, scale=None, arch=None, isa=None):
+                      score_mod=None, scale=None, sinks=None, arch=None,
+                      isa=None):
     """Runs the kernels that build the block mask of this attention (the
     same arguments as flashtile.attention) and returns it."""
+    sink = None
+    if sinks is not None:
+        _sinks.sinks = sinks
+        sink = _sinks.sink
     compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa)
-    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod)
+                            arch, isa, sink)
+    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod,
+                              sink)
     prepared = compiled.runtime_kernel().prepare(*args, **kwargs)
     return BlockMask(prepared, key, (tuple(q.shape), tuple(k.shape)))
 
 
 def attention(q, k, v, *, causal=False, window=None, scale=None,
-              score_mod=None, mask_mod=None, block_mask=None,
+              score_mod=None, mask_mod=None, block_mask=None, sinks=None,
               return_lse=False, arch=None, isa=None):
     """Attention of q over k, v with FlashTile's kernel for these hooks.
     Returns the output (B, Hq, Sq, Dv) (a transposed view of the kernel's
     (B, Sq, Hq, Dv) output), and the log-sum-exp (B, Hq, Sq) with
     return_lse. `arch=None` targets the GPU's chip; another arch runs its
-    configuration with the GPU's ISA (`arch="sm_120"` on an H200)."""
+    configuration with the GPU's ISA (`arch="sm_120"` on an H200).
+    `sinks`, a float32 (Hq,) tensor, adds a learned logit per query head to
+    every row's softmax denominator (attention sinks, as gpt-oss and vLLM's
+    `s_aux` have them); a row with no key then has LSE = its sink."""
+    sink = None
+    if sinks is not None:
+        _sinks.sinks = sinks
+        sink = _sinks.sink
     compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa)
-    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod)
+                            arch, isa, sink)
+    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod,
+                              sink)
     if block_mask is not None:
         if block_mask.key != key or block_mask.sizes != (tuple(q.shape),
                                                          tuple(k.shape)):

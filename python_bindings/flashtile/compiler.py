@@ -108,13 +108,13 @@ class KernelRequest:
                  window=None, scale=None, score_mod=None, mask_mod=None,
                  arch="sm_120", isa=None, tile_m=None, tile_n=None,
                  stages=None, warps=None, q_in_regs=None,
-                 name="flashtile_attention", captures=None):
+                 name="flashtile_attention", captures=None, sink=None):
         if not isinstance(head_dim, int) or isinstance(head_dim, bool):
             raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
         self.ir, self.extras = _hooks.kernel_ir(
             name, head_dim, dtype=dtype, head_dim_v=head_dim_v,
             causal=causal, window=window, scale=scale, score_mod=score_mod,
-            mask_mod=mask_mod, arch=arch, captures=captures)
+            mask_mod=mask_mod, arch=arch, captures=captures, sink=sink)
         self.arch = arch
         self.isa = isa
         self.pins = {k: v for k, v in (("tile_m", tile_m), ("tile_n", tile_n),
@@ -127,7 +127,8 @@ class KernelRequest:
             entry["head_dim_v"] = head_dim_v
         if window is not None:
             entry["window"] = list(window)
-        for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod),
+                         ("sink", sink)):
             if fn is not None:
                 entry[kind] = fn.__name__
                 entry.setdefault("hooks", fn.__code__.co_filename)
@@ -138,7 +139,8 @@ class KernelRequest:
             entry["captures"] = tensors
         self.manifest_entry = entry
         hooks = ", ".join(f"{kind}={fn.__name__}" for kind, fn in
-                          (("score_mod", score_mod), ("mask_mod", mask_mod))
+                          (("score_mod", score_mod), ("mask_mod", mask_mod),
+                           ("sink", sink))
                           if fn is not None)
         self.description = (f"{dtype} d={head_dim}"
                             f"{'/' + str(head_dim_v) if head_dim_v else ''}"
@@ -350,11 +352,12 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             window=None, scale=None, score_mod=None, mask_mod=None,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
             warps=None, q_in_regs=None, name="flashtile_attention",
-            cache=None, verbose=None):
+            cache=None, verbose=None, sink=None):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
-    tile parameters pin the configuration. Returns a CompiledKernel."""
+    tile parameters pin the configuration; `sink(b, h)` gives an attention
+    sink's logit. Returns a CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
-                            tile_n, stages, warps, q_in_regs, name)
+                            tile_n, stages, warps, q_in_regs, name, sink=sink)
     return compile_request(request, cache=cache, verbose=verbose)

@@ -686,7 +686,7 @@ def _trace(kernel, fn, params, result_type, what, captures):
 
 def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,
-              arch="sm_120", captures=None):
+              arch="sm_120", captures=None, sink=None):
     """The kernel-level `attn` module of an attention with these hooks, and
     its extra arguments [(argument name, "tensor" | "scalar", the captured
     tensor or flashtile.Scalar, the hooks' variable name)] in kernel
@@ -707,6 +707,10 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
             kernel, mask_mod,
             [("b", _INDEX), ("h", _INDEX), ("q_idx", _INDEX),
              ("kv_idx", _INDEX)], _I1, "mask_mod", captures)))
+    if sink is not None:
+        hooks.append(("sink", _trace(
+            kernel, sink, [("b", _INDEX), ("h", _INDEX)], _F32, "sink",
+            captures)))
 
     def qkv(d):
         return f"memref<?x?x?x{d}x{dtype}, strided<[?, ?, ?, 1]>>"

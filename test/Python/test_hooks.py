@@ -145,6 +145,17 @@ class TraceTest(unittest.TestCase):
         self.assertIn("arith.floordivsi %q_idx, %0 : index", ir)
         self.assertIn("memref<?x?x?x32xbf16", ir)
 
+    def test_sink(self):
+        sinks = FakeTensor("torch.float32", (8,))
+
+        def sink(b, h):
+            return sinks[h]
+        ir, extras = kernel_ir("sinks", 64, causal=True, sink=sink)
+        self.assertEqual([e[:2] for e in extras], [("sinks", "tensor")])
+        self.assertIn("memref<?x?x?xf32> sink {", ir)
+        self.assertIn("^bb0(%b: index, %h: index):", ir)
+        self.assertIn("memref.load %x0[%h] : memref<?xf32, strided<[?]>>", ir)
+
     def test_tracing_is_deterministic(self):
         first = kernel_ir("t5", 128, score_mod=t5)[0]
         self.assertEqual(first, kernel_ir("t5", 128, score_mod=t5)[0])

@@ -142,6 +142,41 @@ def run_checks():
     return passed == total
 
 
+def run_sinks():
+    """Attention sinks (flashtile.attention(..., sinks=)): a per-head logit in
+    every row's softmax denominator, against float64; rows with no key give
+    O = 0 and LSE = the sink."""
+    gen = torch.Generator().manual_seed(3)
+    total = passed = 0
+    for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 2e-3)):
+        for d in ((64, 128) if dtype == torch.bfloat16 else (64,)):
+            for B, Hq, Hkv, Sq, Sk in [(2, 4, 2, 257, 300), (1, 4, 1, 300, 257),
+                                       (2, 6, 3, 1, 129)]:
+                total += 1
+                q = torch.randn(B, Hq, Sq, d, generator=gen).to(DEV, dtype)
+                k = torch.randn(B, Hkv, Sk, d, generator=gen).to(DEV, dtype)
+                v = torch.randn(B, Hkv, Sk, d, generator=gen).to(DEV, dtype)
+                sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV)
+                poison()
+                out, lse = flashtile.attention(q, k, v, causal=True, sinks=sinks,
+                                               return_lse=True, arch=ARCH)
+                ref, ref_lse = reference(q, k, v, True, None, None, 1 / math.sqrt(d))
+                sink = sinks.double().view(1, Hq, 1)
+                total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
+                ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
+                err = ((out.double() - ref).abs().max()
+                       / ref.abs().max().clamp_min(1e-30)).item()
+                lse_err = (lse.double() - total_lse).abs().max().item()
+                empty = int(torch.isinf(ref_lse).sum())
+                ok = err < tol and lse_err < 1e-3 and not torch.isnan(out).any().item()
+                passed += ok
+                label = f"sinks_{str(dtype)[6:]}_d{d}_c1"
+                print(f"{label:34} {f'{B},{Hq}/{Hkv},{Sq},{Sk}':22} {err:9.2e} "
+                      f"{lse_err:9.2e} {empty:6}  {'PASS' if ok else 'FAIL'}")
+    print(f"{passed}/{total} sink cases passed")
+    return passed == total
+
+
 def run_torch_integration():
     """The torch op under torch.compile(fullgraph=True), a CUDA graph replay
     of flashtile.attention, and backward's error."""
@@ -361,6 +396,7 @@ def main():
           f"{torch.cuda.get_device_name()}, "
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
     ok = run_checks()
+    ok = run_sinks() and ok
     ok = run_torch_integration() and ok
     ok = run_transformers() and ok
     if not args.check_only:

@@ -1,5 +1,6 @@
 //===- EpilogueLowering.cpp - Normalise, stage and store O and LSE --------===//
 
+#include "HookEmitter.h"
 #include "LoweringUtils.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -19,6 +20,7 @@ namespace {
 /// stores, conflict-free), then every thread copies 16-byte chunks of whole
 /// rows to global memory, so that stores are 128-bit and coalesced. Threads
 /// with t = 0 store the LSE of their rows. Rows past seqlen_q are skipped.
+/// A sink region's logit joins l first (attn.epilogue's description).
 struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -48,6 +50,12 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
     // This thread's 4 bytes of each 16-byte chunk of its rows.
     SwizzledTileAccess staged(e, e.gep(stage, e.mul(thread.t, 4)),
                               e.add(warpRow, thread.g), e.i32(0), cols);
+    // The sink logit z: one per block, whose rows all belong to its head.
+    Value sink;
+    if (!op.getSink().empty()) {
+      HookEmitter hooks(e, op);
+      sink = hooks.emit(op.getSink(), {adaptor.getBatch(), adaptor.getHead()});
+    }
     SmallVector<Value> lse(rowSum.size());
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t h = 0; h < 2; ++h) {
@@ -56,9 +64,20 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
         sum = e.fadd(sum, e.shflXor(sum, 1));
         sum = e.fadd(sum, e.shflXor(sum, 2));
         Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, sum, zero);
+        Value noKey = negInf;
+        if (sink) {
+          // The denominator e^(m * scale) * l gains e^z: l += e^(z - m *
+          // scale). A row with no key keeps O = 0 and takes LSE = z.
+          Value exponent = e.fma(rowMax[index], e.fmul(scale, e.f32(-1.0f)),
+                                 sink);
+          Value extra =
+              e.exp2(e.fmul(exponent, e.f32(static_cast<float>(M_LOG2E))));
+          sum = e.select(empty, sum, e.fadd(sum, extra));
+          noKey = sink;
+        }
         Value inverse = e.select(empty, zero, e.rcp(sum));
         lse[index] = e.select(
-            empty, negInf,
+            empty, noKey,
             e.fma(rowMax[index], scale,
                   e.fmul(e.log2(sum), e.f32(static_cast<float>(M_LN2)))));
         for (int64_t j = 0; j < nTiles; ++j) {

@@ -278,6 +278,16 @@ static LogicalResult verifyHook(Operation *op, Region &region, StringRef name,
   return success();
 }
 
+/// The sink region of `op`, if any: (batch, head: index) -> f32, and the
+/// hook contract.
+static LogicalResult verifySink(Operation *op, Region &sink) {
+  Builder b(op->getContext());
+  Type index = b.getIndexType();
+  if (failed(verifyHook(op, sink, "sink", {index, index}, b.getF32Type())))
+    return failure();
+  return verifyHookBody(op, sink, "sink");
+}
+
 /// The score_mod and mask_mod regions of `op`, either of which may be empty:
 /// their signatures and the hook contract.
 static LogicalResult verifyHooks(Operation *op, Region &scoreMod,
@@ -320,6 +330,8 @@ LogicalResult AttentionOp::verify() {
                            << " must be finite and positive";
   }
 
+  if (failed(verifySink(*this, getSink())))
+    return failure();
   return verifyHooks(*this, getScoreMod(), getMaskMod());
 }
 
@@ -574,5 +586,5 @@ LogicalResult EpilogueOp::verify() {
     return emitOpError() << "O has head_dim " << o.getDimSize(3)
                          << " (padded: " << getPaddedHeadDim(o.getDimSize(3))
                          << ") but acc has " << headDimV << " columns";
-  return success();
+  return verifySink(*this, getSink());
 }

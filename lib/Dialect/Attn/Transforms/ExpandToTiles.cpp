@@ -316,8 +316,11 @@ void TileProgramBuilder::build() {
   // Prefetches past the last step may still be in flight; drain them before
   // the epilogue writes bytes they could land in.
   AsyncWaitOp::create(b, loc, 0);
-  EpilogueOp::create(b, loc, state[2], state[0], state[1], os, kernel.getO(),
-                     batch, mBlock, head, kernel.getLse(), softmaxScale);
+  auto epilogue =
+      EpilogueOp::create(b, loc, state[2], state[0], state[1], os,
+                         kernel.getO(), batch, mBlock, head, kernel.getLse(),
+                         softmaxScale);
+  cloneHook(b, kernel, attention.getSink(), epilogue.getSink());
 }
 
 LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {

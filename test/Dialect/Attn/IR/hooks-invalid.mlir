@@ -146,3 +146,34 @@ attn.kernel @modify_scores_isolated arch(#attn.arch<sm_120>) {
     attn.yield %y : f32
   }
 }
+
+// -----
+
+// A sink yields the f32 logit of a (batch, head).
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @sink_wrong_type arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{'attn.attention' op sink region must yield exactly one 'f32'}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  sink {
+  ^bb0(%b: index, %h: index):
+    %t = arith.constant true
+    attn.yield %t : i1
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @sink_wrong_args arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{'attn.attention' op sink region must take (index, index), got (index)}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  sink {
+  ^bb0(%h: index):
+    %z = arith.constant 1.0 : f32
+    attn.yield %z : f32
+  }
+}

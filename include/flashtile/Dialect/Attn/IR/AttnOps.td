@@ -121,8 +121,13 @@ def Attn_AttentionOp : Attn_Op<"attention", [
       that yields the new f32 score. `mask_mod`: a region
       `(batch, head, q_idx, kv_idx: index)` that yields an i1, true when the
       key is kept. Both are optional.
+    * `sink`: an optional region `(batch, head: index)` that yields an f32
+      logit joining every row's softmax denominator (attention sinks, as
+      gpt-oss uses): `O = sum_j e^{s_j} v_j / (e^{sink} + sum_j e^{s_j})`,
+      `LSE = logaddexp(LSE, sink)`, with `s_j` the modified scaled scores.
 
-    A row that sees no key gives O = 0 and LSE = -inf.
+    A row that sees no key gives O = 0 and LSE = -inf (LSE = sink with a
+    sink).
 
     ```mlir
     attn.attention %q, %k, %v -> %o, %lse {causal, softmax_scale = 0.125 : f32}
@@ -138,11 +143,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [
                        DefaultValuedAttr<I64Attr, "-1">:$window_left,
                        DefaultValuedAttr<I64Attr, "-1">:$window_right,
                        OptionalAttr<F32Attr>:$softmax_scale);
-  let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod);
+  let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod,
+                 AnyRegion:$sink);
   let assemblyFormat = [{
     $q `,` $k `,` $v `->` $o `,` $lse attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
     qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
-    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)? (`sink` $sink^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -155,7 +161,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp",
-                 "BlockRangesOp"]>]> {
+                 "BlockRangesOp", "EpilogueOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -631,6 +637,11 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
     seqlen_q are not stored. `LSE = m * softmax_scale + ln(l)`; a row with
     `l = 0` stores O = 0 and LSE = -inf.
 
+    With a `sink` region (the attention's, its kernel arguments read through
+    `attn.kernel_arg`), its logit z joins each row's denominator: `l` grows
+    by `e^(z - m * softmax_scale)` before the division and the LSE; a row
+    with `l = 0` stores O = 0 and LSE = z.
+
     ```mlir
     attn.epilogue %acc, %m, %l, %os, %scale -> %o[%b, %mb, %h], %lse
       : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, memref<1x128x128xf16, 3>
@@ -641,10 +652,11 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
                        Arg<Attn_SharedBuffer, "", [MemWrite, MemRead]>:$stage,
                        Attn_GlobalTensor:$o, Index:$batch, Index:$m_block,
                        Index:$head, Attn_LseTensor:$lse, F32:$softmax_scale);
+  let regions = (region AnyRegion:$sink);
   let assemblyFormat = [{
     $acc `,` $row_max `,` $row_sum `,` $stage `,` $softmax_scale `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
     attr-dict `:` qualified(type($acc)) `,` qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($stage))
-    `->` qualified(type($o)) `,` qualified(type($lse))
+    `->` qualified(type($o)) `,` qualified(type($lse)) (`sink` $sink^)?
   }];
   let hasVerifier = 1;
 }
