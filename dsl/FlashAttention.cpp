@@ -50,6 +50,11 @@ static LogicalResult traceHooks(KernelOp kernel, AttentionOp attention,
                        b.getI1Type(), "a condition (i1), e.g. q >= k",
                        std::make_index_sequence<4>())))
     return failure();
+  if (spec.sink &&
+      failed(traceHook(kernel, attention.getSink(), "sink", spec.sink,
+                       {index, index}, b.getF32Type(), "a logit (f32)",
+                       std::make_index_sequence<2>())))
+    return failure();
   return success();
 }
 

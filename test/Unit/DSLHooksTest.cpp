@@ -160,6 +160,30 @@ TEST_F(DSLHooksTest, ReturningTheWrongTypeIsAnError) {
       << errors;
 }
 
+TEST_F(DSLHooksTest, SinkReadsAPerHeadLogit) {
+  Tensor sinks = spec.addTensor("sinks", DType::F32, 1);
+  spec.causal = true;
+  spec.sink = [=](Idx b, Idx h) { return sinks[h]; };
+  FailureOr<KernelOp> kernel = build();
+  ASSERT_TRUE(succeeded(kernel)) << errors;
+  Region &sink = attentionOf(*kernel).getSink();
+  ASSERT_FALSE(sink.empty());
+  Block &block = sink.front();
+  EXPECT_EQ(block.getNumArguments(), 2u);
+  auto yield = cast<YieldOp>(block.getTerminator());
+  auto load = yield.getValues()[0].getDefiningOp<memref::LoadOp>();
+  ASSERT_TRUE(load);
+  EXPECT_EQ(load.getIndices()[0], block.getArgument(1));
+
+  errors.clear();
+  spec.sink = [](Idx b, Idx h) { return h; };
+  EXPECT_TRUE(failed(build()));
+  EXPECT_NE(errors.find("sink: returns an index; it must return a logit "
+                        "(f32)"),
+            std::string::npos)
+      << errors;
+}
+
 TEST_F(DSLHooksTest, UndeclaredTensorIsAnError) {
   Tensor bias("bias"); // not on the spec
   spec.scoreMod = [=](Score s, Idx b, Idx h, Idx q, Idx k) {

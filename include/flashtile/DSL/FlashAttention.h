@@ -53,6 +53,7 @@ struct AttentionSpec {
   /// Variant hooks (Hooks.h); empty means none.
   ScoreModFn scoreMod;
   MaskModFn maskMod;
+  SinkFn sink;
 
   /// Declares an extra tensor argument of `rank` dynamic extents and
   /// strides, and returns the handle hooks read it through.

@@ -85,6 +85,9 @@ using Idx = Expr;
 using ScoreModFn = std::function<Expr(Expr, Expr, Expr, Expr, Expr)>;
 /// mask_mod(batch, head, q_idx, kv_idx) -> condition; true keeps the key.
 using MaskModFn = std::function<Expr(Expr, Expr, Expr, Expr)>;
+/// sink(b, h) -> the f32 logit of an attention sink: it joins every row's
+/// softmax denominator (attn.attention's `sink` region).
+using SinkFn = std::function<Expr(Expr, Expr)>;
 
 /// An extra tensor argument of the kernel, by name. Reading it in a hook
 /// needs the spec to declare it (AttentionSpec::addTensor or extraArgs).
