@@ -174,6 +174,21 @@ class CacheTest(unittest.TestCase):
             prebuild(manifest, cache=self.cache, out=io.StringIO())
         self.assertIn("score_mod 'nope' is not defined in my_hooks.py",
                       str(e.exception))
+        with open(manifest, "w") as f:
+            json.dump({"hooks": "my_hooks.py",
+                       "kernels": [dict(entry, head_dims=64)]}, f)
+        with self.assertRaises(FlashTileError) as e:
+            prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertIn("kernels[0]: unknown field(s) head_dims", str(e.exception))
+        # The command line: a clear error and exit status 1.
+        import subprocess
+        import sys
+        proc = subprocess.run(
+            [sys.executable, "-m", "flashtile", "prebuild", manifest,
+             "--cache", self.cache], capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("flashtile prebuild: error: ", proc.stderr)
+        self.assertIn("unknown field(s) head_dims", proc.stderr)
 
     def test_compile_errors(self):
         with self.assertRaises(FlashTileError) as e:
