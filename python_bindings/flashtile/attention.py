@@ -78,14 +78,24 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
     return compiled, key
 
 
-def _arguments(compiled, q, k, v, scale, score_mod, mask_mod, sink=None):
+def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
+             arch, isa):
+    """The compiled kernel of a call, its memo key, and the runtime call's
+    arguments: the (B, S, H, D) views and the extras as the hooks capture
+    them now. `sinks` is read through the one sink hook (_sinks.py)."""
+    sink = None
+    if sinks is not None:
+        _sinks.sinks = sinks
+        sink = _sinks.sink
+    compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
+                            arch, isa, sink)
     args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
     kwargs = (_hooks.read_captures((score_mod, mask_mod, sink),
                                    compiled.extras)
               if compiled.extras else {})
     if scale is not None:
         kwargs["softmax_scale"] = float(scale)
-    return args, kwargs
+    return compiled, key, args, kwargs
 
 
 class BlockMask:
@@ -106,14 +116,9 @@ def create_block_mask(q, k, v, *, mask_mod, causal=False, window=None,
                       isa=None):
     """Runs the kernels that build the block mask of this attention (the
     same arguments as flashtile.attention) and returns it."""
-    sink = None
-    if sinks is not None:
-        _sinks.sinks = sinks
-        sink = _sinks.sink
-    compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa, sink)
-    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod,
-                              sink)
+    compiled, key, args, kwargs = _prepare(q, k, v, causal, window, scale,
+                                           score_mod, mask_mod, sinks, arch,
+                                           isa)
     prepared = compiled.runtime_kernel().prepare(*args, **kwargs)
     return BlockMask(prepared, key, (tuple(q.shape), tuple(k.shape)))
 
@@ -129,14 +134,9 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     `sinks`, a float32 (Hq,) tensor, adds a learned logit per query head to
     every row's softmax denominator (attention sinks, as gpt-oss and vLLM's
     `s_aux` have them); a row with no key then has LSE = its sink."""
-    sink = None
-    if sinks is not None:
-        _sinks.sinks = sinks
-        sink = _sinks.sink
-    compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa, sink)
-    args, kwargs = _arguments(compiled, q, k, v, scale, score_mod, mask_mod,
-                              sink)
+    compiled, key, args, kwargs = _prepare(q, k, v, causal, window, scale,
+                                           score_mod, mask_mod, sinks, arch,
+                                           isa)
     if block_mask is not None:
         if block_mask.key != key or block_mask.sizes != (tuple(q.shape),
                                                          tuple(k.shape)):

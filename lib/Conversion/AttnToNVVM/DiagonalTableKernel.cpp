@@ -46,11 +46,7 @@ LogicalResult lowering::buildDiagonalTableKernel(KernelOp kernel) {
   Value index =
       e.add(e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kDiagonalTableThreads),
             tid);
-  Value row = e.add(
-      e.mul(e.ceilDiv(func.getArgument(kParamSeqlenQ), table.tileM),
-            table.tileM),
-      e.mul(e.ceilDiv(func.getArgument(kParamSeqlenK), table.tileN),
-            table.tileN));
+  Value row = getDiagonalTableRowLength(e, anchor, table);
   Value diagonal = e.sub(index, getDiagonalTableOrigin(e, anchor, table));
 
   HookEmitter hooks(e, anchor);

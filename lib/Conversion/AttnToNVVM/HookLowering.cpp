@@ -117,9 +117,9 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
   }
 };
 
-/// The 4 i32 the block-mask kernel wrote for this (batch, head, query tile)
-/// in the `kv_ranges` workspace (the kernel's last parameter), intersected
-/// with the window's range.
+/// The 4 i32 the block-mask kernels wrote for this (batch, head, query tile)
+/// in the `kv_ranges` workspace (getBlockRangesEntry), intersected with the
+/// window's range.
 struct BlockRangesLowering : public AttnOpLoweringPattern<BlockRangesOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 

@@ -325,12 +325,16 @@ Value lowering::getDiagonalTableOrigin(Emitter &e, Operation *anchor,
                e.i32(1));
 }
 
+Value lowering::getDiagonalTableRowLength(Emitter &e, Operation *anchor,
+                                          const DiagonalTable &table) {
+  return e.add(padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
+               padded(e, getKernelParam(anchor, kParamSeqlenK), table.tileN));
+}
+
 Value lowering::getDiagonalTableEntry(Emitter &e, Operation *anchor,
                                       const DiagonalTable &table, Value batch,
                                       Value head, Value index) {
-  Value row = e.add(
-      padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
-      padded(e, getKernelParam(anchor, kParamSeqlenK), table.tileN));
+  Value row = getDiagonalTableRowLength(e, anchor, table);
   Value heads = table.term.usesHead ? getKernelParam(anchor, kParamHeadsQ)
                                     : e.i32(1);
   Value b = table.term.usesBatch ? batch : e.i32(0);

@@ -183,6 +183,9 @@ mlir::Value getDiagonalTableEntry(Emitter &e, mlir::Operation *anchor,
                                   mlir::Value index);
 mlir::Value getDiagonalTableOrigin(Emitter &e, mlir::Operation *anchor,
                                    const DiagonalTable &table);
+/// Entries of one row of the diagonal table (KernelABI.h).
+mlir::Value getDiagonalTableRowLength(Emitter &e, mlir::Operation *anchor,
+                                      const DiagonalTable &table);
 
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
