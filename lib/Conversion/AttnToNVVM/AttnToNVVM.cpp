@@ -90,7 +90,7 @@ struct ConvertAttnToNVVMPass
       LowerToLLVMOptions options(ctx);
       options.overrideIndexBitwidth(32);
       LLVMTypeConverter converter(ctx, options);
-      FragmentLayout layout(kernel.getConfigAttr().getWarps());
+      FragmentLayout layout(kernel.getConfigAttr().getRowWarps());
       populateAttnTypeConversions(converter, layout);
 
       RewritePatternSet patterns(ctx);

@@ -60,13 +60,15 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
         for (int64_t r = 0; r < 4; ++r) {
           auto [q, qOffset] = coords.rowParts(i, r);
           auto [k, kOffset] = coords.colParts(j, r);
+          // Packed rows: each row has its own query head.
+          Value h = getRowHead(e, head, coords.headOffset(i, r));
           int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
           Value score = s[index];
           if (hasScoreMod)
-            score = hooks.emit(op.getScoreMod(), {score, batch, head, q, k},
+            score = hooks.emit(op.getScoreMod(), {score, batch, h, q, k},
                                {0, 0, 0, qOffset, kOffset}, scale);
           if (hasMaskMod) {
-            Value keep = hooks.emit(op.getMaskMod(), {batch, head, q, k},
+            Value keep = hooks.emit(op.getMaskMod(), {batch, h, q, k},
                                     {0, 0, qOffset, kOffset});
             score = e.select(keep, score, negInf);
           }

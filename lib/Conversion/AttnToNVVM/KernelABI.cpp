@@ -243,10 +243,18 @@ Expr flashtile::getDiagonalTableBytes(const DiagonalTable &table) {
 
 std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
   std::array<Expr, 3> grid;
+  ConfigAttr config = kernel.getConfigAttr();
+  // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
+  Expr rows = Expr::named("seqlen_q");
+  if (config.getPackGqa())
+    rows = Expr::apply(Expr::Op::Mul,
+                       {rows, Expr::apply(Expr::Op::Div,
+                                          {Expr::named("heads_q"),
+                                           Expr::named("heads_kv")})});
   grid[kGridAxisMBlock] =
-      Expr::ceilDiv(Expr::named("seqlen_q"),
-                    Expr::constant(kernel.getConfigAttr().getTileM()));
-  grid[kGridAxisHead] = Expr::named("heads_q");
+      Expr::ceilDiv(rows, Expr::constant(config.getTileM()));
+  grid[kGridAxisHead] =
+      Expr::named(config.getPackGqa() ? "heads_kv" : "heads_q");
   grid[kGridAxisBatch] = Expr::named("batch");
   return grid;
 }

@@ -114,14 +114,16 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
 };
 
 /// (m_block, head, kv_head, batch) from the grid; lengths from the
-/// descriptors. GQA: kv_head = head / (heads_q / heads_kv).
-struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+/// descriptors. GQA: kv_head = head / (heads_q / heads_kv). Packed rows
+/// (pack_gqa): the grid's head axis is the KV head, and `head` is the first
+/// query head of its group.
+struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(BlockContextOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc());
+  LogicalResult lower(BlockContextOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Emitter &e = ctx.e;
     Type i32 = rewriter.getI32Type();
     // The axes of getKernelGrid.
     static_assert(kGridAxisMBlock == 0 && kGridAxisHead == 1 &&
@@ -131,7 +133,14 @@ struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
     Value batch = NVVM::BlockIdZOp::create(rewriter, op.getLoc(), i32);
     Value headsQ = e.extract(adaptor.getQ(), kDescHeads);
     Value headsKV = e.extract(adaptor.getK(), kDescHeads);
-    Value kvHead = e.sdiv(head, e.sdiv(headsQ, headsKV));
+    Value group = e.sdiv(headsQ, headsKV);
+    Value kvHead;
+    if (ctx.packed()) {
+      kvHead = head;
+      head = e.mul(kvHead, group);
+    } else {
+      kvHead = e.sdiv(head, group);
+    }
     rewriter.replaceOp(op, {mBlock, head, kvHead, batch,
                             e.extract(adaptor.getQ(), kDescSeqlen),
                             e.extract(adaptor.getK(), kDescSeqlen)});
@@ -140,14 +149,15 @@ struct BlockContextLowering : public ConvertOpToLLVMPattern<BlockContextOp> {
 };
 
 /// The KV tiles of one query tile; the arithmetic and its contract are in
-/// KVBounds.h.
-struct KVBoundsLowering : public ConvertOpToLLVMPattern<KVBoundsOp> {
-  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+/// KVBounds.h. Packed rows: the tile's positions are those of its first
+/// and last valid packed rows.
+struct KVBoundsLowering : public AttnOpLoweringPattern<KVBoundsOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
-  LogicalResult
-  matchAndRewrite(KVBoundsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Emitter e(rewriter, op.getLoc());
+  LogicalResult lower(KVBoundsOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Emitter &e = ctx.e;
     // The I64Attr getters return uint64_t; a window side of -1 comes back
     // as -1 through int64_t.
     KVTiling tiling;
@@ -155,9 +165,19 @@ struct KVBoundsLowering : public ConvertOpToLLVMPattern<KVBoundsOp> {
     tiling.tileN = op.getTileN();
     tiling.windowLeft = op.getWindowLeft();
     tiling.windowRight = op.getWindowRight();
-    KVTileRange<Value> range =
-        computeKVTileRange(e, adaptor.getMBlock(), adaptor.getSeqlenQ(),
-                           adaptor.getSeqlenK(), tiling);
+    KVTileRange<Value> range;
+    if (ctx.packed()) {
+      Value offset = e.sub(adaptor.getSeqlenK(), adaptor.getSeqlenQ());
+      Value first = e.mul(adaptor.getMBlock(), tiling.tileM);
+      Value rows = e.mul(adaptor.getSeqlenQ(), ctx.groupSize());
+      Value last = e.sub(e.smin(e.add(first, tiling.tileM), rows), e.i32(1));
+      range = computeKVTileRangeOfRows(e, ctx.unpackRow(first).first,
+                                       ctx.unpackRow(last).first, offset,
+                                       adaptor.getSeqlenK(), tiling);
+    } else {
+      range = computeKVTileRange(e, adaptor.getMBlock(), adaptor.getSeqlenQ(),
+                                 adaptor.getSeqlenK(), tiling);
+    }
     rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
                             range.unmaskedEnd, range.end});
     return success();

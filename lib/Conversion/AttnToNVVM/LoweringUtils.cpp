@@ -188,11 +188,13 @@ Value Emitter::pack(Type type, ValueRange values) {
   return array;
 }
 
-ThreadCoords ThreadCoords::get(Emitter &e) {
+ThreadCoords ThreadCoords::get(Emitter &e, int64_t kvWarps) {
   OpBuilder &b = e.builder();
   ThreadCoords c;
   c.tid = NVVM::ThreadIdXOp::create(b, e.location(), b.getI32Type());
-  c.warp = e.udiv(c.tid, kWarpSize);
+  Value warpId = e.udiv(c.tid, kWarpSize);
+  c.warp = kvWarps == 1 ? warpId : e.udiv(warpId, kvWarps);
+  c.kvWarp = kvWarps == 1 ? e.i32(0) : e.urem(warpId, kvWarps);
   c.lane = e.urem(c.tid, kWarpSize);
   c.g = e.udiv(c.lane, 4);
   c.t = e.urem(c.lane, 4);
@@ -251,16 +253,46 @@ int64_t lowering::getExtraArgParam(Operation *op, unsigned index) {
 
 ScoreTileCoords::ScoreTileCoords(TileOpContext &ctx, int64_t rows,
                                  int64_t cols, Value mBlock, Value nBlock)
-    : e(ctx.e) {
+    : ctx(ctx), e(ctx.e) {
   ThreadCoords &thread = ctx.thread();
   rowBase = e.add(e.mul(mBlock, rows),
                   e.add(e.mul(thread.warp, ctx.layout.rowsPerWarp(rows)),
                         thread.g));
-  colBase = e.add(e.mul(nBlock, cols), e.mul(thread.t, 2));
+  // The KV tile is kv_warps slices of `cols` keys; this warp holds one.
+  int64_t kvWarps = ctx.config.getKvWarps();
+  colBase = e.add(e.mul(nBlock, cols * kvWarps), e.mul(thread.t, 2));
+  if (kvWarps > 1)
+    colBase = e.add(colBase, e.mul(thread.kvWarp, cols));
 }
 
 Value ScoreTileCoords::row(int64_t i, int64_t r) {
-  return e.add(rowBase, 16 * i + FragmentLayout::accElementOffset(r).first);
+  if (!ctx.packed())
+    return e.add(rowBase, rowOffset(i, r));
+  auto &entry = unpacked[rowOffset(i, r)];
+  if (!entry.first)
+    entry = ctx.unpackRow(e.add(rowBase, rowOffset(i, r)));
+  return entry.first;
+}
+
+Value ScoreTileCoords::headOffset(int64_t i, int64_t r) {
+  if (!ctx.packed())
+    return {};
+  row(i, r);
+  return unpacked[rowOffset(i, r)].second;
+}
+
+Value TileOpContext::groupSize() {
+  if (!group)
+    group = e.sdiv(getKernelParam(op, kParamHeadsQ),
+                   getKernelParam(op, kParamHeadsKV));
+  return group;
+}
+
+std::pair<Value, Value> TileOpContext::unpackRow(Value row) {
+  Value g = groupSize();
+  OpBuilder &b = e.builder();
+  return {LLVM::UDivOp::create(b, e.location(), row, g),
+          LLVM::URemOp::create(b, e.location(), row, g)};
 }
 
 Value ScoreTileCoords::col(int64_t j, int64_t r) {
@@ -364,20 +396,31 @@ Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
                                    kSmemSymbol);
 }
 
-TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head)
-    : e(e) {
+TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
+                       TileOpContext *packedBy)
+    : e(e), packedBy(packedBy) {
   base = e.extract(desc, kDescPtr);
   length = e.extract(desc, kDescSeqlen);
   strideSeq = e.extract(desc, kDescStrideSeq);
-  headOffset = e.add64(
-      e.mul64(e.sext64(batch), e.extract(desc, kDescStrideBatch)),
-      e.mul64(e.sext64(head), e.extract(desc, kDescStrideHead)));
+  strideHead = e.extract(desc, kDescStrideHead);
+  headOffset = e.add64(e.mul64(e.sext64(batch),
+                               e.extract(desc, kDescStrideBatch)),
+                       e.mul64(e.sext64(head), strideHead));
+  if (packedBy)
+    length = e.mul(length, packedBy->groupSize());
 }
 
 Value TensorRows::chunkAddress(Value row, Value chunk) {
-  Value element =
-      e.add64(e.add64(headOffset, e.mul64(e.sext64(row), strideSeq)),
-              e.sext64(e.mul(chunk, 8)));
+  Value chunkOffset = e.sext64(e.mul(chunk, 8));
+  Value rowOffset;
+  if (packedBy) {
+    auto [position, head] = packedBy->unpackRow(row);
+    rowOffset = e.add64(e.mul64(e.sext64(position), strideSeq),
+                        e.mul64(e.sext64(head), strideHead));
+  } else {
+    rowOffset = e.mul64(e.sext64(row), strideSeq);
+  }
+  Value element = e.add64(e.add64(headOffset, rowOffset), chunkOffset);
   return e.gep(base, e.mul64(element, e.i64(2)));
 }
 

@@ -125,12 +125,17 @@ private:
   mlir::Location loc;
 };
 
-/// The calling thread's place in its block.
+/// The calling thread's place in its block. Warp `w` of a config with
+/// `kv_warps` KV warps is row warp `w / kv_warps` (FragmentLayout) and KV
+/// warp `w % kv_warps` (#attn.config).
 struct ThreadCoords {
   mlir::Value tid, warp, lane;
+  /// The slice of each KV tile this warp takes (constant 0 without KV
+  /// warps).
+  mlir::Value kvWarp;
   /// lane / 4 and lane % 4: the row and column group of mma fragments.
   mlir::Value g, t;
-  static ThreadCoords get(Emitter &e);
+  static ThreadCoords get(Emitter &e, int64_t kvWarps = 1);
 };
 
 /// The tile configuration of the kernel `op` belongs to (found on the
@@ -190,18 +195,24 @@ mlir::Value getDiagonalTableRowLength(Emitter &e, mlir::Operation *anchor,
 /// Pointer (address space 3) to the start of the dynamic shared memory.
 mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 
+class TileOpContext;
+
 /// The rows of one (batch, head) of a Q/K/V/O tensor, from its descriptor:
-/// the address of 16-byte chunk `chunk` of row `row`.
+/// the address of 16-byte chunk `chunk` of row `row`. With `packedBy` (a
+/// kernel with packed rows), the rows of Q or O are the packed (position,
+/// head) pairs of the group whose first head is `head`: seqlen() counts
+/// seqlen * G of them.
 class TensorRows {
 public:
   TensorRows(Emitter &e, mlir::Value desc, mlir::Value batch,
-             mlir::Value head);
+             mlir::Value head, TileOpContext *packedBy = nullptr);
   mlir::Value seqlen() const { return length; }
   mlir::Value chunkAddress(mlir::Value row, mlir::Value chunk);
 
 private:
   Emitter &e;
-  mlir::Value base, length, strideSeq, headOffset;
+  TileOpContext *packedBy;
+  mlir::Value base, length, strideSeq, strideHead, headOffset;
 };
 
 /// The start of slot `tile mod slots` (floor modulo, so negative tiles map
@@ -281,47 +292,76 @@ void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
 /// pattern that never asks for them emits none.
 class TileOpContext {
 public:
-  TileOpContext(ConfigAttr config, mlir::OpBuilder &b, mlir::Location loc)
-      : config(config), layout(config.getWarps()), e(b, loc) {}
+  TileOpContext(ConfigAttr config, mlir::OpBuilder &b, mlir::Operation *op)
+      : config(config), layout(config.getRowWarps()), e(b, op->getLoc()),
+        op(op) {}
 
   /// Threads per block.
   int64_t threads() const { return config.getWarps() * kWarpSize; }
   ThreadCoords &thread() {
     if (!coords)
-      coords = ThreadCoords::get(e);
+      coords = ThreadCoords::get(e, config.getKvWarps());
     return *coords;
   }
+  /// Whether rows are packed (position, head) pairs (#attn.config pack_gqa).
+  bool packed() const { return config.getPackGqa(); }
+  /// G = heads_q / heads_kv, the rows of one position when packed.
+  mlir::Value groupSize();
+  /// Packed row `row` as (position, head offset in the KV head's group).
+  std::pair<mlir::Value, mlir::Value> unpackRow(mlir::Value row);
 
   const ConfigAttr config;
   const FragmentLayout layout;
   Emitter e;
+  mlir::Operation *const op;
 
 private:
   std::optional<ThreadCoords> coords;
+  mlir::Value group;
 };
 
+/// The query head of packed row group offset `offset` in the block whose
+/// first query head is `firstHead`, or `firstHead` itself unpacked.
+inline mlir::Value getRowHead(Emitter &e, mlir::Value firstHead,
+                              mlir::Value offset) {
+  return offset ? e.add(firstHead, offset) : firstHead;
+}
+
 /// The sequence positions of the score elements one thread holds in a
-/// `rows x cols` accumulator tile of query tile `mBlock` and KV tile
-/// `nBlock`: element r of (m-tile i, n-tile j) is query row(i, r) and key
-/// col(j, r), as FragmentLayout::accElementOffset places it.
+/// `rows x cols` accumulator tile (cols: the warp's slice of the KV tile) of
+/// query tile `mBlock` and KV tile `nBlock`: element r of (m-tile i, n-tile
+/// j) is query position row(i, r) and key col(j, r), as
+/// FragmentLayout::accElementOffset places it within the warp's rows and
+/// slice. With packed rows, row(i, r) is the position of the packed row and
+/// headOffset(i, r) its head's offset in the KV head's group.
 class ScoreTileCoords {
 public:
   ScoreTileCoords(TileOpContext &ctx, int64_t rows, int64_t cols,
                   mlir::Value mBlock, mlir::Value nBlock);
   mlir::Value row(int64_t i, int64_t r);
   mlir::Value col(int64_t j, int64_t r);
+  /// Null when rows are not packed.
+  mlir::Value headOffset(int64_t i, int64_t r);
   /// row(i, r) and col(j, r) as a per-thread base plus a compile-time
-  /// constant.
+  /// constant (packed rows: the position and 0).
   std::pair<mlir::Value, int64_t> rowParts(int64_t i, int64_t r) {
-    return {rowBase, 16 * i + FragmentLayout::accElementOffset(r).first};
+    if (ctx.packed())
+      return {row(i, r), 0};
+    return {rowBase, rowOffset(i, r)};
   }
   std::pair<mlir::Value, int64_t> colParts(int64_t j, int64_t r) {
     return {colBase, 8 * j + FragmentLayout::accElementOffset(r).second};
   }
 
 private:
+  static int64_t rowOffset(int64_t i, int64_t r) {
+    return 16 * i + FragmentLayout::accElementOffset(r).first;
+  }
+  TileOpContext &ctx;
   Emitter &e;
   mlir::Value rowBase, colBase;
+  /// Packed rows: (position, head offset) per row offset, emitted once.
+  llvm::SmallDenseMap<int64_t, std::pair<mlir::Value, mlir::Value>, 8> unpacked;
 };
 
 /// Base of the patterns of ops inside an allocated kernel: finds the
@@ -341,7 +381,7 @@ public:
     ConfigAttr config = getKernelConfig(op);
     if (!config)
       return rewriter.notifyMatchFailure(op, "no kernel config");
-    TileOpContext ctx(config, rewriter, op.getLoc());
+    TileOpContext ctx(config, rewriter, op.getOperation());
     return lower(op, adaptor, rewriter, ctx);
   }
 

@@ -57,7 +57,8 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     ThreadCoords &thread = ctx.thread();
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
-    TensorRows src(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead());
+    TensorRows src(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
+                   op.getPacked() ? &ctx : nullptr);
     Value firstRow = e.mul(tile, rows);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
     for (int64_t step = 0; step < walk.numSteps(); ++step) {

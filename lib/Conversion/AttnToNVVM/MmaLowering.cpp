@@ -160,9 +160,11 @@ struct MmaQKLowering : public AttnOpLoweringPattern<MmaQKOp> {
     // Lanes 8q..8q+7 address matrix q: K rows 0-7 at chunk 0, rows 0-7 at
     // chunk 1, rows 8-15 at chunk 0, rows 8-15 at chunk 1 of a 16x16 block,
     // i.e. the B fragments (b0, b1) of two n-tiles.
+    // A KV warp reads its slice of the tile: `keys` rows from kvWarp * keys.
     SwizzledTileAccess kAccess(
         e, kBase,
-        e.add(e.bitAnd(thread.lane, 7), e.shl(e.lshr(thread.lane, 4), 3)),
+        e.add(e.add(e.bitAnd(thread.lane, 7), e.shl(e.lshr(thread.lane, 4), 3)),
+              e.mul(thread.kvWarp, keys)),
         e.bitAnd(e.lshr(thread.lane, 3), 1), headDim);
     std::optional<SwizzledTileAccess> qAccess;
     if (!qInRegs)
@@ -217,10 +219,12 @@ struct MmaPVLowering : public AttnOpLoweringPattern<MmaPVOp> {
     // Lanes 8q..8q+7 address matrix q: V rows (keys) 0-7 at chunk 0, rows
     // 8-15 at chunk 0, rows 0-7 at chunk 1, rows 8-15 at chunk 1; .trans
     // makes them the B fragments (b0, b1) of two dim-tiles.
+    // A KV warp multiplies by its slice of V: `keys` rows from kvWarp * keys.
     SwizzledTileAccess vAccess(
         e, vBase,
-        e.add(e.bitAnd(thread.lane, 7),
-              e.shl(e.bitAnd(e.lshr(thread.lane, 3), 1), 3)),
+        e.add(e.add(e.bitAnd(thread.lane, 7),
+                    e.shl(e.bitAnd(e.lshr(thread.lane, 3), 1), 3)),
+              e.mul(thread.kvWarp, keys)),
         e.lshr(thread.lane, 4), headDimV);
     for (int64_t k = 0; k < kTiles; ++k) {
       for (int64_t np = 0; np < nTiles / 2; ++np) {

@@ -20,8 +20,8 @@
 // CHECK-NEXT:  %[[SUM1:.*]] = llvm.fadd %[[SUM]], %[[OTHER1]] : f32
 // CHECK:       %[[OTHER2:.*]] = nvvm.shfl.sync bfly %{{.*}}, %[[SUM1]], %{{.*}}, %{{.*}} : f32 -> f32
 // CHECK-NEXT:  %[[L:.*]] = llvm.fadd %[[SUM1]], %[[OTHER2]] : f32
-// CHECK-NEXT:  %[[EMPTY:.*]] = llvm.fcmp "oeq" %[[L]], %{{.*}} : f32
-// CHECK-NEXT:  %[[RCP:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[L]]) : (f32) -> f32
+// CHECK:       %[[EMPTY:.*]] = llvm.fcmp "oeq" %[[L]], %{{.*}} : f32
+// CHECK:       %[[RCP:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[L]]) : (f32) -> f32
 // CHECK-NEXT:  %[[INV:.*]] = llvm.select %[[EMPTY]], %{{.*}}, %[[RCP]] : i1, f32
 // CHECK-NEXT:  %[[LN2:.*]] = llvm.mlir.constant(0.693147182 : f32) : f32
 // CHECK-NEXT:  %[[LOG2:.*]] = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%[[L]]) : (f32) -> f32

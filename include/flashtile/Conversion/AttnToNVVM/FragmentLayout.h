@@ -20,6 +20,12 @@
 // The C layout of two adjacent n-tiles is the A layout of one k-tile, which
 // is why P = softmax(S) feeds the PV mma with no shared-memory round trip.
 //
+// With `kv_warps` > 1 (#attn.config), `warps` here counts the row warps, and
+// each has kv_warps KV warps that hold the same rows: a score fragment is
+// the warp's slice of the KV tile (its type has tile_n / kv_warps columns),
+// and an accumulator or row state is that warp's partial one, which
+// attn.epilogue merges.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_FRAGMENTLAYOUT_H

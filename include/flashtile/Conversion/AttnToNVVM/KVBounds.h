@@ -79,15 +79,16 @@ template <typename V> struct KVTileRange {
   V begin, unmaskedBegin, unmaskedEnd, end;
 };
 
-/// The arithmetic of `attn.kv_bounds`.
+/// The KV tiles of the query rows [lo, hi] (hi < seqlen_q), with the
+/// invariants above: the arithmetic of `attn.kv_bounds`, whose rows are a
+/// query tile's (computeKVTileRange) or, with packed rows, the positions of
+/// its first and last packed rows.
+/// `offset` is seqlen_k - seqlen_q, the bottom-right alignment.
 template <typename A, typename V>
-KVTileRange<V> computeKVTileRange(A &a, V mBlock, V seqlenQ, V seqlenK,
-                                  const KVTiling &tiling) {
-  int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+KVTileRange<V> computeKVTileRangeOfRows(A &a, V lo, V hi, V offset,
+                                        V seqlenK, const KVTiling &tiling) {
+  int64_t tileN = tiling.tileN;
   int64_t left = tiling.windowLeft, right = tiling.windowRight;
-  V offset = a.sub(seqlenK, seqlenQ);
-  V lo = a.mul(mBlock, tileM);
-  V hi = a.sub(a.smin(a.add(lo, tileM), seqlenQ), a.i32(1));
   V zero = a.i32(0);
   V tiles = ceilDiv(a, seqlenK, tileN);
 
@@ -117,6 +118,16 @@ KVTileRange<V> computeKVTileRange(A &a, V mBlock, V seqlenQ, V seqlenK,
         a.smax(begin, ceilDiv(a, a.sub(a.add(hi, offset), a.i32(left)),
                               tileN)));
   return {begin, unmaskedBegin, unmaskedEnd, end};
+}
+
+/// The KV tiles of query tile m_block.
+template <typename A, typename V>
+KVTileRange<V> computeKVTileRange(A &a, V mBlock, V seqlenQ, V seqlenK,
+                                  const KVTiling &tiling) {
+  V offset = a.sub(seqlenK, seqlenQ);
+  V lo = a.mul(mBlock, tiling.tileM);
+  V hi = a.sub(a.smin(a.add(lo, tiling.tileM), seqlenQ), a.i32(1));
+  return computeKVTileRangeOfRows(a, lo, hi, offset, seqlenK, tiling);
 }
 
 /// The keys one query row may see: lowest <= j < limit, where `lowest` only

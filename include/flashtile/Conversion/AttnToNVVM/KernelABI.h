@@ -10,7 +10,9 @@
 //
 // Q, K, V, O are (batch, seq, heads, dim) with dim contiguous; LSE is
 // (batch, heads, seq) with seq contiguous. Strides are in elements. The
-// grid is (ceil(seqlen_q / tile_m), heads_q, batch).
+// grid is (ceil(seqlen_q / tile_m), heads_q, batch); with packed rows
+// (#attn.config pack_gqa) it is (ceil(seqlen_q * G / tile_m), heads_kv,
+// batch), G = heads_q / heads_kv.
 //
 // Extra tensor arguments pass their pointer, then their extent and stride
 // (elements) per dimension, as i64; extra scalars pass their value. They

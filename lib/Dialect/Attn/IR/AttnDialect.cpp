@@ -85,20 +85,26 @@ LogicalResult attn::checkCodePathImplemented(Operation *op, ArchAttr arch) {
 std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
                                                      int64_t tileN,
                                                      int64_t stages,
-                                                     int64_t warps) {
+                                                     int64_t warps,
+                                                     int64_t kvWarps) {
   std::string message;
   llvm::raw_string_ostream os(message);
   if (warps < 1 || warps > 16 || !llvm::isPowerOf2_64(warps))
     os << "warps = " << warps << " must be a power of two from 1 to 16";
-  else if (tileM <= 0 || tileM > 256 || tileM % (16 * warps) != 0)
+  else if (kvWarps < 1 || warps % kvWarps != 0 || !llvm::isPowerOf2_64(kvWarps))
+    os << "kv_warps = " << kvWarps
+       << " must be a power of two that divides warps = " << warps;
+  else if (int64_t rowWarps = warps / kvWarps;
+           tileM <= 0 || tileM > 256 || tileM % (16 * rowWarps) != 0)
     os << "tile_m = " << tileM << " with warps = " << warps
+       << (kvWarps > 1 ? " (" + std::to_string(rowWarps) + " along M)" : "")
        << " does not give each warp whole 16-row mma tiles: tile_m must be a "
           "multiple of 16 * warps = "
-       << 16 * warps << " and at most 256";
-  else if (tileN <= 0 || tileN > 256 || tileN % 16 != 0)
-    os << "tile_n = " << tileN
-       << " must be a multiple of 16 (the K of the PV mma.m16n8k16) from 16 "
-          "to 256";
+       << 16 * rowWarps << " and at most 256";
+  else if (tileN <= 0 || tileN > 256 || tileN % (16 * kvWarps) != 0)
+    os << "tile_n = " << tileN << " must be a multiple of " << 16 * kvWarps
+       << " (the K of the PV mma.m16n8k16"
+       << (kvWarps > 1 ? " times kv_warps" : "") << ") from 16 to 256";
   else if (stages < 1 || stages > 4)
     os << "stages = " << stages << " must be from 1 to 4";
   else
@@ -108,9 +114,9 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
 
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileM, int64_t tileN, int64_t stages,
-                                 int64_t warps, bool) {
+                                 int64_t warps, bool, int64_t kvWarps, bool) {
   if (std::optional<std::string> problem =
-          explainInvalidConfig(tileM, tileN, stages, warps))
+          explainInvalidConfig(tileM, tileN, stages, warps, kvWarps))
     return emitError() << *problem;
   return success();
 }

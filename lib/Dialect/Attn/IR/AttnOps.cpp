@@ -413,6 +413,14 @@ int64_t SmemAllocOp::getSizeInBytes() {
   return type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
+/// The KV warps of the kernel around `op` (1 without a config): a score
+/// fragment holds tile_n / kv_warps keys.
+static int64_t getKvWarps(Operation *op) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  ConfigAttr config = kernel ? kernel.getConfigAttr() : ConfigAttr();
+  return config ? config.getKvWarps() : 1;
+}
+
 LogicalResult SmemAllocOp::verify() {
   MemRefType type = getType();
   auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
@@ -440,6 +448,13 @@ LogicalResult CopyAsyncOp::verify() {
                          << getPaddedHeadDim(src.getDimSize(3))
                          << " (padded to whole swizzle groups), got "
                          << dst.getDimSize(2);
+  if (getPacked()) {
+    auto kernel = (*this)->getParentOfType<KernelOp>();
+    ConfigAttr config = kernel ? kernel.getConfigAttr() : ConfigAttr();
+    if (!config || !config.getPackGqa())
+      return emitOpError()
+             << "copies packed rows in a kernel whose config has no pack_gqa";
+  }
   return success();
 }
 
@@ -488,7 +503,7 @@ LogicalResult MmaQKOp::verify() {
     return emitOpError() << "Q has head_dim " << headDim << ", K has "
                          << k.getDimSize(2);
   return expectFrag(*this, "result", getS().getType(),
-                    {tileM, k.getDimSize(1)},
+                    {tileM, k.getDimSize(1) / getKvWarps(*this)},
                     Float32Type::get(getContext()));
 }
 
@@ -523,9 +538,11 @@ LogicalResult MmaPVOp::verify() {
   if (p.getElementType() != v.getElementType())
     return emitOpError() << "mismatched dtypes: P is " << p.getElementType()
                          << ", V is " << v.getElementType();
-  if (p.getDimSize(1) != v.getDimSize(1))
-    return emitOpError() << "P has " << p.getDimSize(1)
-                         << " columns but the V tile has " << v.getDimSize(1)
+  int64_t kvWarps = getKvWarps(*this);
+  if (p.getDimSize(1) * kvWarps != v.getDimSize(1))
+    return emitOpError() << "P has " << p.getDimSize(1) << " columns"
+                         << (kvWarps > 1 ? " per KV warp" : "")
+                         << " but the V tile has " << v.getDimSize(1)
                          << " rows";
   return expectFrag(*this, "acc", getAcc().getType(),
                     {p.getDimSize(0), v.getDimSize(2)},
@@ -586,5 +603,19 @@ LogicalResult EpilogueOp::verify() {
     return emitOpError() << "O has head_dim " << o.getDimSize(3)
                          << " (padded: " << getPaddedHeadDim(o.getDimSize(3))
                          << ") but acc has " << headDimV << " columns";
+  int64_t kvWarps = getKvWarps(*this);
+  if (Value merge = getMerge()) {
+    auto type = cast<MemRefType>(merge.getType());
+    SmallVector<int64_t, 3> expected = {kvWarps, tileM,
+                                        headDimV + kMergeRowPadding};
+    if (!type.getElementType().isF32() || type.getShape() != ArrayRef(expected))
+      return emitOpError() << "merge buffer must be f32 " << expected[0] << "x"
+                           << expected[1] << "x" << expected[2]
+                           << " (kv_warps x tile_m x (head_dim_v + "
+                           << kMergeRowPadding << ")), got " << type;
+  } else if (kvWarps > 1) {
+    return emitOpError() << "needs a merge buffer: the kernel's config has "
+                         << "kv_warps = " << kvWarps;
+  }
   return verifySink(*this, getSink());
 }

@@ -47,7 +47,7 @@ struct TileProgramBuilder {
   int64_t windowLeft, windowRight;
 
   // Set while building.
-  Value qs, ks, vs, os;
+  Value qs, ks, vs, os, merge;
   Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
   Value qOperand;
   Value scale, scaleLog2;
@@ -75,8 +75,13 @@ struct TileProgramBuilder {
   /// flight.
   int64_t steadyPending() { return 2 * (config.getStages() - 1); }
 
-  void copy(Value src, Value tile, Value headIdx, Value dst) {
-    CopyAsyncOp::create(b, loc, src, batch, tile, headIdx, dst);
+  void copy(Value src, Value tile, Value headIdx, Value dst,
+            bool packed = false) {
+    CopyAsyncOp::create(b, loc, src, batch, tile, headIdx, dst, packed);
+  }
+  /// The score tile of one warp: its slice of the KV tile.
+  FragType scoreType(Type elementType) {
+    return fragType({config.getTileM(), config.getKeysPerWarp()}, elementType);
   }
   void waitAndSync(int64_t pending) {
     AsyncWaitOp::create(b, loc, pending);
@@ -113,13 +118,19 @@ void TileProgramBuilder::buildBuffers() {
   ks = alloc("K", smemType(stages, tileN, headDim));
   vs = alloc("V", smemType(stages, tileN, headDimV));
   os = alloc("O", smemType(1, tileM, headDimV));
+  // KV warps meet in f32 after the loop (attn.epilogue).
+  if (int64_t kvWarps = config.getKvWarps(); kvWarps > 1)
+    merge = alloc("merge",
+                  MemRefType::get({kvWarps, tileM, headDimV + kMergeRowPadding},
+                                  b.getF32Type(), MemRefLayoutAttrInterface(),
+                                  b.getI64IntegerAttr(kSharedMemorySpace)));
 }
 
 void TileProgramBuilder::buildPrologue(Value end) {
   int64_t stages = config.getStages();
   // Groups issue as Q, K[end-1], V[end-1], K[end-2], ..., V[end-stages+1],
   // K[end-stages]: the state the steady-state loop expects on entry.
-  copy(kernel.getQ(), mBlock, head, qs);
+  copy(kernel.getQ(), mBlock, head, qs, config.getPackGqa());
   copy(kernel.getK(), minus(end, 1), kvHead, ks);
   qOperand = qs;
   if (config.getQInRegs()) {
@@ -167,9 +178,11 @@ Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
   auto op = ModifyScoresOp::create(b, loc, s.getType(), s, mBlock, j, batch,
                                    head, seqlenQ, seqlenK, scale);
   cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
-  // A costly term of k - q comes from a table (DiagonalTerm.h).
-  if (Operation *term = findDiagonalTerm(op.getScoreMod()))
-    term->setAttr(kDiagonalTermAttrName, b.getUnitAttr());
+  // A costly term of k - q comes from a table (DiagonalTerm.h), whose rows
+  // are per block head: not with packed rows, which mix heads.
+  if (!config.getPackGqa())
+    if (Operation *term = findDiagonalTerm(op.getScoreMod()))
+      term->setAttr(kDiagonalTermAttrName, b.getUnitAttr());
   if (withMaskMod)
     cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
   return op.getResult();
@@ -190,9 +203,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
   // free.
   waitAndSync(steadyPending());
   copy(kernel.getV(), minus(j, stages - 1), kvHead, vs);
-  Value s = MmaQKOp::create(
-      b, loc, fragType({config.getTileM(), config.getTileN()}, b.getF32Type()),
-      qOperand, ks, j);
+  Value s = MmaQKOp::create(b, loc, scoreType(b.getF32Type()), qOperand, ks, j);
   // The hooks first: a score_mod may map -inf to a finite score (a softcap
   // does), so the window and the sequence end are applied after it.
   s = modifyScores(s, j, /*withMaskMod=*/masked || unmaskedNeedsMaskMod);
@@ -200,7 +211,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
     s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
                        windowRight);
   auto softmax = OnlineSoftmaxOp::create(
-      b, loc, fragType({config.getTileM(), config.getTileN()}, dtype),
+      b, loc, scoreType(dtype),
       rowMax.getType(), rowSum.getType(), acc.getType(), s, rowMax, rowSum, acc,
       scaleLog2);
   // V[j] has landed and every warp is done with Q K[j]^T: K's slot is free.
@@ -244,7 +255,10 @@ void TileProgramBuilder::build() {
   // A mask_mod with a key interval skips the tiles it masks whole and runs
   // the ones it keeps whole without itself.
   bool maskBounded = false;
-  if (hasMaskMod()) {
+  // Packed rows mix heads and positions in one tile, which the key interval
+  // (per query tile and head) and the block mask (per query tile) do not
+  // describe: the decode family runs the mask_mod on every visited tile.
+  if (hasMaskMod() && !config.getPackGqa()) {
     auto keyRange = KeyRangeOp::create(
         b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
         range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
@@ -319,7 +333,7 @@ void TileProgramBuilder::build() {
   auto epilogue =
       EpilogueOp::create(b, loc, state[2], state[0], state[1], os,
                          kernel.getO(), batch, mBlock, head, kernel.getLse(),
-                         softmaxScale);
+                         softmaxScale, merge);
   cloneHook(b, kernel, attention.getSink(), epilogue.getSink());
 }
 

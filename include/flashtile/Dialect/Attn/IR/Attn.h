@@ -39,11 +39,18 @@ constexpr unsigned kSharedMemorySpace = 3;
 mlir::LogicalResult checkCodePathImplemented(mlir::Operation *op,
                                              ArchAttr arch);
 
-/// Why (tile_m, tile_n, stages, warps) is not a well-formed config, or
-/// nullopt when it is. The verifier of #attn.config and the config search
-/// share this one rule.
+/// Columns past head_dim_v in each row of attn.epilogue's merge buffer: m
+/// and l of the row, then padding, so that rows of 8 consecutive mma row
+/// groups start 8 banks apart and the 64-bit partial-O stores of a warp hit
+/// every bank once per wavefront.
+inline constexpr int64_t kMergeRowPadding = 8;
+
+/// Why (tile_m, tile_n, stages, warps, kv_warps) is not a well-formed
+/// config, or nullopt when it is. The verifier of #attn.config and the config
+/// search share this one rule.
 std::optional<std::string> explainInvalidConfig(int64_t tileM, int64_t tileN,
-                                                int64_t stages, int64_t warps);
+                                                int64_t stages, int64_t warps,
+                                                int64_t kvWarps = 1);
 
 /// The head-dim rule of the sm80 path, asked by the kernel verifier, config
 /// selection and the lowering alike: why `dim` cannot be a head dim, or

@@ -56,16 +56,43 @@ def Attn_ConfigAttr : AttrDef<Attn_Dialect, "Config"> {
       the PV mma as its A operand, whose K is 16).
     * `stages`: K/V shared-memory slots, 1 to 4. With 1 stage the copy of
       V[j] still overlaps QK^T[j] and the copy of K[j-1] overlaps PV[j].
-    * `warps`: warps per block, 1 to 16, stacked along M.
+    * `warps`: warps per block, 1 to 16: `warps / kv_warps` stacked along M,
+      each of those `kv_warps` wide.
     * `q_in_regs`: Q is moved to registers before the KV loop, so its shared
       bytes can be reused by V and by the O staging tile.
+    * `kv_warps` (default 1): warps that split each KV tile. Warp `w` takes
+      keys `[(w % kv_warps) * tile_n / kv_warps, ...)` of every tile and
+      keeps its own row max, row sum and O accumulator; the epilogue merges
+      them through shared memory. Scores are `tile_m x tile_n / kv_warps`
+      fragments. The decode family uses it: a 16-row Q tile keeps 4 warps
+      busy.
+    * `pack_gqa` (default false): the block's rows are (query position,
+      query head) pairs of one KV head, head-minor: packed row `p` is
+      position `p / G`, head `kv_head * G + p % G`, with `G = heads_q /
+      heads_kv`. The grid's head axis then counts KV heads. A decode step's
+      `G` query heads fill the rows of one mma tile and share every K/V load.
 
     ```mlir
     #attn.config<tile_m = 128, tile_n = 64, stages = 1, warps = 4, q_in_regs = true>
+    #attn.config<tile_m = 16, tile_n = 64, stages = 2, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>
     ```
   }];
   let parameters = (ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$stages,
-                        "int64_t":$warps, "bool":$q_in_regs);
+                        "int64_t":$warps, "bool":$q_in_regs,
+                        DefaultValuedParameter<"int64_t", "1">:$kv_warps,
+                        DefaultValuedParameter<"bool", "false">:$pack_gqa);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$tile_m, "int64_t":$tile_n, "int64_t":$stages,
+                     "int64_t":$warps, "bool":$q_in_regs), [{
+      return $_get($_ctxt, tile_m, tile_n, stages, warps, q_in_regs, 1, false);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Warps stacked along M (each owning tile_m / getRowWarps() rows).
+    int64_t getRowWarps() const { return getWarps() / getKvWarps(); }
+    /// Keys of one KV tile each warp takes.
+    int64_t getKeysPerWarp() const { return getTileN() / getKvWarps(); }
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

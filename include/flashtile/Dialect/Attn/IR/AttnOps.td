@@ -15,7 +15,8 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Attn_GlobalTensor : MemRefRankOf<[F16, BF16], [4]>;
 def Attn_LseTensor : MemRefRankOf<[F32], [3]>;
-def Attn_SharedBuffer : MemRefRankOf<[F16, BF16], [3]>;
+// f16/bf16 tiles; f32 only for the epilogue's merge buffer.
+def Attn_SharedBuffer : MemRefRankOf<[F16, BF16, F32], [3]>;
 def Attn_Frag : Type<CPred<"::llvm::isa<::flashtile::attn::FragType>($_self)">,
                      "register fragment", "::flashtile::attn::FragType">;
 def Attn_QOperand : AnyTypeOf<[Attn_Frag, Attn_SharedBuffer]>;
@@ -398,12 +399,19 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     branches. Each copy is one async group (cp.async.commit_group), so that
     the counts of `attn.async_wait` stay exact.
 
+    `packed` (only in a kernel whose config has `pack_gqa`): the rows are
+    packed (position, head) pairs, packed row `p` being position `p / G` of
+    head `head + p % G`, G = heads_q / heads_kv; `head` is the first query
+    head of the block's KV head.
+
     ```mlir
     attn.copy_async %k[%b, %j, %hkv] -> %ks : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x128xf16, 3>
+    attn.copy_async %q[%b, %mb, %h] -> %qs {packed} : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x16x128xf16, 3>
     ```
   }];
   let arguments = (ins Attn_GlobalTensor:$src, Index:$batch, Index:$tile,
-                       Index:$head, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst);
+                       Index:$head, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
+                       UnitAttr:$packed);
   let assemblyFormat = [{
     $src `[` $batch `,` $tile `,` $head `]` `->` $dst attr-dict `:` qualified(type($src)) `->` qualified(type($dst))
   }];
@@ -642,6 +650,15 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
     by `e^(z - m * softmax_scale)` before the division and the LSE; a row
     with `l = 0` stores O = 0 and LSE = z.
 
+    With KV warps (`kv_warps` > 1 in the kernel's config), `acc`, `m` and
+    `l` are each warp's partial state, and the f32 `merge` buffer
+    (`kv_warps x tile_m x (head_dim_v + kMergeRowPadding)`) is where they
+    meet: every warp writes its O rows and, in the two columns after them,
+    its m and l; then each (row, column pair) is merged as
+    `M = max m_w`, `l = sum e^((m_w - M) s) l_w`,
+    `O = sum e^((m_w - M) s) O_w / l`. With packed rows (`pack_gqa`), row
+    `p` is stored at position `p / G` of head `head + p % G`.
+
     ```mlir
     attn.epilogue %acc, %m, %l, %os, %scale -> %o[%b, %mb, %h], %lse
       : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, memref<1x128x128xf16, 3>
@@ -651,12 +668,14 @@ def Attn_EpilogueOp : Attn_Op<"epilogue"> {
   let arguments = (ins Attn_Frag:$acc, Attn_Frag:$row_max, Attn_Frag:$row_sum,
                        Arg<Attn_SharedBuffer, "", [MemWrite, MemRead]>:$stage,
                        Attn_GlobalTensor:$o, Index:$batch, Index:$m_block,
-                       Index:$head, Attn_LseTensor:$lse, F32:$softmax_scale);
+                       Index:$head, Attn_LseTensor:$lse, F32:$softmax_scale,
+                       Arg<Optional<Attn_SharedBuffer>, "", [MemWrite, MemRead]>:$merge);
   let regions = (region AnyRegion:$sink);
   let assemblyFormat = [{
     $acc `,` $row_max `,` $row_sum `,` $stage `,` $softmax_scale `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
+    (`merge` $merge^)?
     attr-dict `:` qualified(type($acc)) `,` qualified(type($row_max)) `,` qualified(type($row_sum)) `,` qualified(type($stage))
-    `->` qualified(type($o)) `,` qualified(type($lse)) (`sink` $sink^)?
+    `->` qualified(type($o)) `,` qualified(type($lse)) (`,` qualified(type($merge))^)? (`sink` $sink^)?
   }];
   let hasVerifier = 1;
 }
