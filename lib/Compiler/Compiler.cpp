@@ -49,7 +49,7 @@ std::string CompiledKernel::printTileIR() const {
 //===----------------------------------------------------------------------===//
 
 static bool isFullyPinned(const ConfigOverrides &pins) {
-  return pins.tileM && pins.tileN && pins.stages && pins.warps && pins.qInRegs;
+  return pins.isFullyPinned();
 }
 
 static AttnSelectConfigOptions toPassOptions(const ConfigOverrides &pins) {
@@ -59,6 +59,8 @@ static AttnSelectConfigOptions toPassOptions(const ConfigOverrides &pins) {
   options.stages = pins.stages.value_or(0);
   options.warps = pins.warps.value_or(0);
   options.qInRegs = pins.qInRegs ? int(*pins.qInRegs) : -1;
+  options.kvWarps = pins.kvWarps.value_or(0);
+  options.family = stringifyKernelFamily(pins.family).str();
   return options;
 }
 
@@ -78,7 +80,8 @@ LogicalResult flashtile::runTilePipeline(ModuleOp module,
       ConfigAttr config = ConfigAttr::getChecked(
           [&] { return kernel.emitError() << "invalid config: "; },
           module.getContext(), *pins.tileM, *pins.tileN, *pins.stages,
-          *pins.warps, *pins.qInRegs);
+          *pins.warps, *pins.qInRegs, pins.kvWarps.value_or(1),
+          pins.family == KernelFamily::Decode);
       if (!config)
         return failure();
       kernel.setConfigAttr(config);
@@ -106,6 +109,13 @@ struct TilePipelineOptions
   Option<int> qInRegs{*this, "q-in-regs",
                       llvm::cl::desc("Pin q_in_regs: 0 or 1 (-1: search)"),
                       llvm::cl::init(-1)};
+  Option<int64_t> kvWarps{*this, "kv-warps",
+                          llvm::cl::desc("Pin kv_warps (0: search)"),
+                          llvm::cl::init(0)};
+  Option<std::string> family{
+      *this, "family",
+      llvm::cl::desc("The kernel family to search: prefill or decode"),
+      llvm::cl::init("prefill")};
 
   AttnSelectConfigOptions toSelectOptions() const {
     AttnSelectConfigOptions options;
@@ -114,6 +124,8 @@ struct TilePipelineOptions
     options.stages = stages;
     options.warps = warps;
     options.qInRegs = qInRegs;
+    options.kvWarps = kvWarps;
+    options.family = family;
     return options;
   }
 };
@@ -310,7 +322,8 @@ static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
                                   [](Diagnostic &) { return success(); });
     ConfigAttr c = candidate.config;
     ConfigOverrides exact{c.getTileM(), c.getTileN(), c.getStages(),
-                          c.getWarps(), c.getQInRegs()};
+                          c.getWarps(), c.getQInRegs(), pins.family,
+                          c.getKvWarps()};
     FailureOr<CompiledKernel> alternative =
         compileOnce(kernelLevel, exact, options, ptxas);
     if (failed(alternative))

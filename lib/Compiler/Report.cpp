@@ -59,7 +59,12 @@ void flashtile::printSmemPlan(llvm::raw_ostream &os, KernelOp kernel) {
      << "\n";
   os << "  config: tile_m=" << c.getTileM() << " tile_n=" << c.getTileN()
      << " stages=" << c.getStages() << " warps=" << c.getWarps()
-     << " q_in_regs=" << (c.getQInRegs() ? "true" : "false") << "\n";
+     << " q_in_regs=" << (c.getQInRegs() ? "true" : "false");
+  if (c.getKvWarps() != 1)
+    os << " kv_warps=" << c.getKvWarps();
+  if (c.getPackGqa())
+    os << " pack_gqa=true";
+  os << "\n";
   os << "  shared memory plan:\n";
   os << llvm::formatv("    {0,-6} {1,8} {2,8}  {3,-18} {4}\n", "buffer",
                       "offset", "bytes", "shape", "shares bytes with");
@@ -80,12 +85,19 @@ void flashtile::printSmemPlan(llvm::raw_ostream &os, KernelOp kernel) {
      << " B reserved per block)\n";
 }
 
+/// The config's fields; kv_warps and pack_gqa only where they are not the
+/// defaults (the decode family).
 static llvm::json::Object configJson(ConfigAttr c) {
-  return llvm::json::Object{{"tile_m", c.getTileM()},
+  llvm::json::Object config{{"tile_m", c.getTileM()},
                             {"tile_n", c.getTileN()},
                             {"stages", c.getStages()},
                             {"warps", c.getWarps()},
                             {"q_in_regs", c.getQInRegs()}};
+  if (c.getKvWarps() != 1)
+    config["kv_warps"] = c.getKvWarps();
+  if (c.getPackGqa())
+    config["pack_gqa"] = true;
+  return config;
 }
 
 /// The variant hooks the kernel runs ("score_mod", "mask_mod"), from the
@@ -190,10 +202,13 @@ void flashtile::printConfigs(llvm::raw_ostream &os, KernelOp kernel,
                         c.config.getWarps(),
                         c.config.getQInRegs() ? "true" : "false");
     if (c.isFeasible())
-      os << llvm::formatv("{0,7:F3} {1,8} {2,5} {3,6}\n", c.score, c.smemBytes,
+      os << llvm::formatv("{0,7:F3} {1,8} {2,5} {3,6}", c.score, c.smemBytes,
                           c.estimatedRegs, c.residentWarps);
     else
-      os << "rejected: " << c.rejection << "\n";
+      os << "rejected: " << c.rejection;
+    if (c.config.getPackGqa())
+      os << "  [kv_warps " << c.config.getKvWarps() << ", packed GQA rows]";
+    os << "\n";
   }
 }
 

@@ -84,6 +84,16 @@ static cl::opt<int64_t> warps("warps",
                               cl::desc("Warps per block (0 or unset: "
                                        "searched)"),
                               cl::init(0), cl::cat(configCat));
+static cl::opt<std::string> family(
+    "family",
+    cl::desc("The kernel family: prefill (128/64-row query tiles) or decode "
+             "(a 16-row tile of packed GQA rows with KV warps, for decode "
+             "steps and short queries)"),
+    cl::init("prefill"), cl::cat(configCat));
+static cl::opt<int64_t> kvWarps("kv-warps",
+                                cl::desc("Warps that split each KV tile "
+                                         "(0 or unset: searched)"),
+                                cl::init(0), cl::cat(configCat));
 static cl::opt<std::string> qInRegs("q-in-regs",
                                     cl::desc("true or false: keep Q in "
                                              "registers during the KV loop "
@@ -233,7 +243,8 @@ static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
   ConfigOverrides pins;
   for (auto [flag, value] :
        {std::pair<StringRef, int64_t>{"--tile-m", tileM},
-        {"--tile-n", tileN}, {"--stages", stages}, {"--warps", warps}})
+        {"--tile-n", tileN}, {"--stages", stages}, {"--warps", warps},
+        {"--kv-warps", kvWarps}})
     if (value < 0)
       return emitError(UnknownLoc::get(&ctx))
              << flag << " must be positive (or 0 to let config selection "
@@ -245,6 +256,12 @@ static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
   pins.tileN = pin(tileN);
   pins.stages = pin(stages);
   pins.warps = pin(warps);
+  pins.kvWarps = pin(kvWarps);
+  std::optional<KernelFamily> parsed = parseKernelFamily(family);
+  if (!parsed)
+    return emitError(UnknownLoc::get(&ctx))
+           << "--family must be prefill or decode, got '" << family << "'";
+  pins.family = *parsed;
   if (qInRegs == "true" || qInRegs == "false")
     pins.qInRegs = qInRegs == "true";
   else if (!qInRegs.empty())

@@ -4,14 +4,15 @@
 # H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
 # the folder given (default: .gpu/kernels), and a summary of registers and
 # spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep|variants]
-# (variants: only what tools/gpu/check_variants.py runs). Except in quick
+# (variants: only what tools/gpu/check_variants.py runs; decode: only the
+# decode family, which full mode builds too). Except in quick
 # mode it also prebuilds the Python examples' kernels into .gpu/cache
 # (python -m flashtile prebuild tools/gpu/py_kernels.json), which
 # tools/gpu/check_python.py runs from the runtime-only package there.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/.gpu/kernels}"
-mode="${2:-full}" # full | quick | sweep | variants
+mode="${2:-full}" # full | quick | sweep | variants | decode
 compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
 mkdir -p "$out"
 rm -f "$out"/*.cubin "$out"/*.json
@@ -42,6 +43,36 @@ if [ "$mode" = sweep ]; then
   done
   exit 0
 fi
+# The decode family (--family=decode): the matrix check_fwd.py runs on
+# every plan, and pinned configs bench_decode.py compares with the chosen one.
+decode() {
+  for dtype in bf16 f16; do
+    for d in 64 128; do
+      for mask in full causal; do
+        flags=(--dtype=$dtype --head-dim=$d)
+        [ $mask = causal ] && flags+=(--causal)
+        build "decode_${dtype}_d${d}_${mask}" --arch=sm_120 --isa=sm_90 \
+          --family=decode "${flags[@]}"
+      done
+    done
+  done
+  build decode_bf16_d80_full --arch=sm_120 --isa=sm_90 --family=decode \
+    --dtype=bf16 --head-dim=80
+  build decode_bf16_d256_causal --arch=sm_120 --isa=sm_90 --family=decode \
+    --dtype=bf16 --head-dim=256 --causal
+  build decode_f16_d128_window100_50 --arch=sm_120 --isa=sm_90 \
+    --family=decode --dtype=f16 --head-dim=128 --window=100,50
+  for cfg in "64 2" "64 1" "128 1"; do
+    set -- $cfg
+    build "decode_bf16_d128_full_${1}st${2}" --arch=sm_120 --isa=sm_90 \
+      --family=decode --dtype=bf16 --head-dim=128 --tile-n=$1 --stages=$2
+  done
+}
+if [ "$mode" = decode ]; then
+  decode
+  exit 0
+fi
+[ "$mode" = full ] && decode
 [ "$mode" = variants ] && dims=""
 [ "$mode" = variants ] && for mask in full causal; do
   flags=(--dtype=bf16 --head-dim=128)

@@ -17,6 +17,9 @@
 #   9. the Python surface: check_python.py (flashtile.attention with Python
 #      hooks against float64 twins, speed next to Flex on the same
 #      functions, per-call overhead), kernels from the prebuilt cache
+#  10. decode: bench_decode.py (the decode family on the issue's decode
+#      shapes: float64 check, then time next to FA2, cuDNN and a plain read
+#      of the same K/V bytes)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -25,7 +28,7 @@
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$(mkdir -p "${1:?usage: proof.sh OUT_DIR}" && cd "$1" && pwd)"
-kernels="$root/.gpu/kernels"
+kernels="${FLASHTILE_PROOF_KERNELS:-$root/.gpu/kernels}"
 build="$root/build-gpu"
 export PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -193,6 +196,13 @@ fi
 # 9. The Python surface: flashtile.attention with Python hooks, from the
 # runtime-only package and the cache prebuilt on the build machine
 # (tools/gpu/build_kernels.sh: .gpu/cache from tools/gpu/py_kernels.json).
+if want decode; then
+timeout 420 python3 "$root/tools/gpu/bench_decode.py" --kernels "$kernels" \
+  > "$out/decode.txt" 2>&1
+status=$?
+stage decode "$(verdict $status)" "$(grep -E 'checks passed' "$out/decode.txt" | tail -1) (decode.txt)"
+fi
+
 if want python; then
 # The runtime-only package, pip-installed into a folder of its own (the
 # image's torch lives in its environment), reusing the run-side build above.

@@ -37,6 +37,27 @@ static constexpr double kStepCycles = 750;
 static constexpr double kMmaChainsToHideLatency = 8;
 static constexpr int64_t kFixedRegs = 87;
 
+// The decode family's space and its in-flight target (ConfigSelection.h).
+static constexpr int64_t kDecodeTileM = 16;
+static constexpr int64_t kDecodeWarps[] = {4, 2};
+static constexpr int64_t kDecodeKvWarps[] = {4, 2};
+static constexpr int64_t kDecodeTileNs[] = {64, 128, 32};
+static constexpr int64_t kDecodeStages[] = {1, 2, 3, 4};
+static constexpr int64_t kDecodeBlocksPerSM = 2;
+static constexpr double kDecodeInFlightBytes = 64 * 1024;
+
+StringRef attn::stringifyKernelFamily(KernelFamily family) {
+  return family == KernelFamily::Decode ? "decode" : "prefill";
+}
+
+std::optional<KernelFamily> attn::parseKernelFamily(StringRef name) {
+  if (name == "prefill")
+    return KernelFamily::Prefill;
+  if (name == "decode")
+    return KernelFamily::Decode;
+  return std::nullopt;
+}
+
 template <typename T>
 static bool allowed(const std::optional<T> &pinned, T value) {
   return !pinned || *pinned == value;
@@ -49,9 +70,9 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
   ConfigAttr config = c.config;
   int64_t tileM = config.getTileM(), tileN = config.getTileN();
   int64_t warps = config.getWarps();
-  int64_t rows = tileM / warps;
+  int64_t rows = tileM / config.getRowWarps();
 
-  c.estimatedRegs = rows * headDimV / 32 + rows * tileN / 32 +
+  c.estimatedRegs = rows * headDimV / 32 + rows * config.getKeysPerWarp() / 32 +
                     (config.getQInRegs() ? rows * headDim / 64 : 0) +
                     4 * rows / 16 + kFixedRegs;
   if (c.estimatedRegs > arch.maxRegsPerThread) {
@@ -89,20 +110,45 @@ static void evaluate(ConfigCandidate &c, const ArchInfo &arch, int64_t headDim,
   c.score = hiding * tMma / step;
 }
 
-/// Calls `fn` for every (tile_m, tile_n, stages, warps) of the search space
-/// that `overrides` allows. Pinned values outside the usual space are still
-/// tried.
-static void
-forEachShape(const ConfigOverrides &overrides,
-             function_ref<void(int64_t, int64_t, int64_t, int64_t)> fn) {
+/// Calls `fn` for every (tile_m, tile_n, stages, warps, kv_warps) of the
+/// family's search space that `overrides` allows. Pinned values outside the
+/// usual space are still tried.
+static void forEachShape(
+    const ConfigOverrides &overrides,
+    function_ref<void(int64_t, int64_t, int64_t, int64_t, int64_t)> fn) {
   auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
     return pinned ? SmallVector<int64_t>{*pinned} : llvm::to_vector(defaults);
   };
+  if (overrides.family == KernelFamily::Decode) {
+    for (int64_t kvWarps : space(kDecodeKvWarps, overrides.kvWarps))
+      for (int64_t tileN : space(kDecodeTileNs, overrides.tileN))
+        for (int64_t stages : space(kDecodeStages, overrides.stages))
+          for (int64_t tileM : space({kDecodeTileM}, overrides.tileM))
+            for (int64_t warps : space(kDecodeWarps, overrides.warps))
+              fn(tileM, tileN, stages, warps, kvWarps);
+    return;
+  }
   for (int64_t tileM : space(kTileMs, overrides.tileM))
     for (int64_t tileN : space(kTileNs, overrides.tileN))
       for (int64_t stages : space(kStages, overrides.stages))
         for (int64_t warps : space(kWarps, overrides.warps))
-          fn(tileM, tileN, stages, warps);
+          for (int64_t kvWarps : space({1}, overrides.kvWarps))
+            fn(tileM, tileN, stages, warps, kvWarps);
+}
+
+/// The decode family's score: K/V bytes in flight per SM against the target
+/// (ConfigSelection.h).
+static void scoreDecode(ConfigCandidate &c, int64_t headDim,
+                        int64_t headDimV) {
+  ConfigAttr config = c.config;
+  double blocks = static_cast<double>(
+      std::min<int64_t>(c.blocksPerSM, kDecodeBlocksPerSM));
+  // Copies issue K, V, K, V, ...: while one tile is consumed, the next
+  // 2 * stages - 1 half tiles (K or V) can be in flight.
+  double halfTiles = 2.0 * config.getStages() - 1.0;
+  double inFlight = blocks * halfTiles * config.getTileN() *
+                    (headDim + headDimV) * 2.0 / 2.0;
+  c.score = std::min(1.0, inFlight / kDecodeInFlightBytes);
 }
 
 SmallVector<ConfigCandidate>
@@ -116,16 +162,17 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
 
   SmallVector<ConfigCandidate> candidates;
   MLIRContext *ctx = kernel.getContext();
+  bool decode = overrides.family == KernelFamily::Decode;
   forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
-                              int64_t warps) {
-    if (explainInvalidConfig(tileM, tileN, stages, warps))
+                              int64_t warps, int64_t kvWarps) {
+    if (explainInvalidConfig(tileM, tileN, stages, warps, kvWarps))
       return; // Not a well-formed config (e.g. 64 rows, 8 warps).
     for (bool qInRegs : kQInRegs) {
       if (!allowed(overrides.qInRegs, qInRegs))
         continue;
       ConfigCandidate candidate;
-      candidate.config =
-          ConfigAttr::get(ctx, tileM, tileN, stages, warps, qInRegs);
+      candidate.config = ConfigAttr::get(ctx, tileM, tileN, stages, warps,
+                                         qInRegs, kvWarps, decode);
 
       // The allocator's answer on this candidate's own tile program.
       auto clone = cast<KernelOp>(kernel->clone());
@@ -140,6 +187,8 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
             candidate.smemBytes, arch.smemPerBlock, arch.name);
       else
         evaluate(candidate, arch, headDim, headDimV);
+      if (decode && candidate.isFeasible())
+        scoreDecode(candidate, headDim, headDimV);
       candidates.push_back(std::move(candidate));
     }
   });
@@ -154,12 +203,17 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
 }
 
 /// "tile_m = 128, tile_n = 64, stages = 1, warps = 4, q_in_regs = true"
+/// (then kv_warps and pack_gqa where they are not the defaults).
 static std::string describe(ConfigAttr config) {
-  return llvm::formatv("tile_m = {0}, tile_n = {1}, stages = {2}, warps = "
-                       "{3}, q_in_regs = {4}",
-                       config.getTileM(), config.getTileN(),
-                       config.getStages(), config.getWarps(),
-                       config.getQInRegs() ? "true" : "false");
+  std::string text = llvm::formatv(
+      "tile_m = {0}, tile_n = {1}, stages = {2}, warps = {3}, q_in_regs = {4}",
+      config.getTileM(), config.getTileN(), config.getStages(),
+      config.getWarps(), config.getQInRegs() ? "true" : "false");
+  if (config.getKvWarps() != 1)
+    text += llvm::formatv(", kv_warps = {0}", config.getKvWarps()).str();
+  if (config.getPackGqa())
+    text += ", pack_gqa = true";
+  return text;
 }
 
 FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
@@ -176,9 +230,9 @@ FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
     // Say why, with the verifier's own words for the first combination.
     std::string reason;
     forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
-                                int64_t warps) {
+                                int64_t warps, int64_t kvWarps) {
       if (reason.empty())
-        reason = explainInvalidConfig(tileM, tileN, stages, warps)
+        reason = explainInvalidConfig(tileM, tileN, stages, warps, kvWarps)
                      .value_or(std::string());
     });
     diag.attachNote() << "no well-formed config matches the pinned values: "
@@ -203,7 +257,8 @@ struct AttnSelectConfigPass
     for (auto [name, value] : {std::pair<StringRef, int64_t>{"tile-m", tileM},
                                {"tile-n", tileN},
                                {"stages", stages},
-                               {"warps", warps}})
+                               {"warps", warps},
+                               {"kv-warps", kvWarps}})
       if (value < 0) {
         kernel.emitError() << "attn-select-config option " << name
                            << " = " << value
@@ -217,6 +272,12 @@ struct AttnSelectConfigPass
                          << " is invalid: give 0 or 1, or -1 to search";
       return signalPassFailure();
     }
+    std::optional<KernelFamily> kernelFamily = parseKernelFamily(family);
+    if (!kernelFamily) {
+      kernel.emitError() << "attn-select-config option family = '" << family
+                         << "' is invalid: give prefill or decode";
+      return signalPassFailure();
+    }
     if (kernel.getConfigAttr())
       return;
 
@@ -228,6 +289,8 @@ struct AttnSelectConfigPass
     overrides.tileN = pin(tileN);
     overrides.stages = pin(stages);
     overrides.warps = pin(warps);
+    overrides.kvWarps = pin(kvWarps);
+    overrides.family = *kernelFamily;
     if (qInRegs >= 0)
       overrides.qInRegs = qInRegs != 0;
 

@@ -50,6 +50,24 @@
 // model reproduces. It is a model to rank candidates; measurements
 // overrule it.
 //
+//
+// The decode family (KernelFamily::Decode) searches its own space: a 16-row
+// tile of packed rows (pack_gqa), 4 or 2 warps, all of them KV warps, tile_n
+// 64/128/32 and 1-4 stages, Q in registers first. A decode step reads every K/V
+// byte once and computes little on it, so its score is not the mma model
+// above but the K/V bytes a block keeps in flight, which is what keeps HBM
+// busy:
+//
+//   in_flight = min(blocks per SM, 2) * (2 * stages - 1) * tile_n * (d + dv)
+//   score     = min(1, in_flight / 64 KiB)
+//
+// (copies issue K, V, K, V, ...: while one tile is consumed, 2 * stages - 1
+// half tiles can be in flight). Little's law asks ~36 KiB per SM of an H200
+// (4.8 TB/s over 132 SMs at ~1 us of DRAM latency); 64 KiB leaves room for
+// the gaps between a block's tiles. Two blocks per SM is what a decode
+// launch of batch x KV heads (for example 32 x 8 = 256 blocks on 132 SMs)
+// puts there. Ties keep the enumeration order: 4 KV warps, tile_n 64, the
+// fewest stages.
 //===----------------------------------------------------------------------===//
 
 #ifndef FLASHTILE_DIALECT_ATTN_TRANSFORMS_CONFIGSELECTION_H
@@ -63,10 +81,31 @@
 
 namespace flashtile::attn {
 
+/// The kernel families config selection searches.
+enum class KernelFamily {
+  /// 128/64-row query tiles, warps stacked along M (FlashAttention-2).
+  Prefill,
+  /// A 16-row tile of packed (position, head) rows of one KV head, with KV
+  /// warps: decode steps and short queries (#attn.config pack_gqa,
+  /// kv_warps).
+  Decode,
+};
+
+/// "prefill", "decode".
+llvm::StringRef stringifyKernelFamily(KernelFamily family);
+std::optional<KernelFamily> parseKernelFamily(llvm::StringRef name);
+
 /// Parameters the user pinned; the others are searched.
 struct ConfigOverrides {
   std::optional<int64_t> tileM, tileN, stages, warps;
   std::optional<bool> qInRegs;
+  KernelFamily family = KernelFamily::Prefill;
+  std::optional<int64_t> kvWarps;
+  /// Whether every parameter of the family is pinned.
+  bool isFullyPinned() const {
+    return tileM && tileN && stages && warps && qInRegs &&
+           (family == KernelFamily::Prefill || kvWarps);
+  }
 };
 
 /// One evaluated candidate.

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Decode-step benchmark and check: FlashTile's decode family against SDPA
+flash (FA2), SDPA cuDNN and the memory roofline, in one process.
+
+    python3 tools/gpu/bench_decode.py --kernels DIR [--only NAME ...]
+
+DIR holds launch plans (NAME.plan.json + cubin) as tools/gpu/build_kernels.sh
+writes them; the decode ones are named decode_<dtype>_d<D>_<mask>[_<tag>]
+(tag: a pinned config, for comparing configs). For every shape of the issue's
+table (bf16, B, Hq/Hkv, Sk, Sq, d) and every matching plan:
+
+* Correctness: q, k, v are seeded randn in the kernel's dtype; O and LSE are
+  poisoned with NaN, the kernel runs once, and the result is compared with
+  float64 attention from tools/gpu/check_fwd.py (same tolerances: O relative
+  1e-2 bf16 / 2e-3 f16, LSE 2e-3).
+* Timing: CUDA events, 3 warm-up calls, then the mean of 30 calls, for
+  FlashTile, SDPA flash and SDPA cuDNN (enable_gqa) on the same inputs, and
+  the roofline: one plain read of the same K and V bytes (the faster of
+  torch.sum and torch.amax over a buffer that holds K and V back to back).
+* Bandwidth counts the K and V bytes (B * Sk * Hkv * (d + dv) * 2).
+
+Prints one table; exit status 1 if any correctness check fails, else 0 (a
+benchmark: speed is reported, not asserted).
+"""
+
+import argparse
+import os
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_fwd import KernelInfo, compare, find_kernels, reference, runtime  # noqa: E402
+
+# (B, Hq, Hkv, Sk, Sq, d, causal): the issue's table.
+SHAPES = [
+    (32, 32, 8, 8192, 1, 128, False),
+    (32, 32, 8, 8192, 1, 64, False),
+    (32, 32, 32, 8192, 1, 128, False),
+    (8, 32, 8, 8192, 1, 128, False),
+    (4, 32, 8, 8192, 1, 128, False),
+    (1, 32, 8, 65536, 1, 128, False),
+    (32, 32, 8, 8192, 4, 128, True),
+]
+
+
+def mean_us(torch, fn, warmup=3, reps=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000.0 / reps
+
+
+def try_time(torch, fn):
+    try:
+        fn()
+        torch.cuda.synchronize()
+        return mean_us(torch, fn), ""
+    except Exception as e:  # noqa: BLE001  (a peer that cannot run)
+        return None, type(e).__name__ + ": " + str(e).split("\n")[0][:80]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kernels", required=True)
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="plan names to run (default: every decode_*)")
+    parser.add_argument("--no-check", action="store_true")
+    args = parser.parse_args()
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    plans = [p for p in find_kernels([args.kernels])
+             if os.path.basename(p).startswith("decode_")]
+    if args.only:
+        plans = [p for p in plans
+                 if os.path.basename(p)[:-len(".plan.json")] in args.only]
+    kernels = []
+    for path in plans:
+        kernel = runtime.load(path)
+        kernels.append((os.path.basename(path)[:-len(".plan.json")], kernel,
+                        KernelInfo(kernel)))
+    print(f"bench_decode: {len(kernels)} plan(s) on "
+          f"{torch.cuda.get_device_name()}", flush=True)
+
+    failures = 0
+    rows = []
+    for (b, hq, hkv, sk, sq, d, causal) in SHAPES:
+        matching = [(n, k, m) for n, k, m in kernels
+                    if m.dtype == "bf16" and m.head_dim == d and m.causal == causal]
+        if not matching:
+            continue
+        dtype = torch.bfloat16
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(1234)
+        q = torch.randn(b, sq, hq, d, generator=gen, device="cuda").to(dtype)
+        # K and V back to back in one buffer, so one read kernel covers both.
+        kv = torch.randn(2, b, sk, hkv, d, generator=gen, device="cuda").to(dtype)
+        k, v = kv[0], kv[1]
+        kv_bytes = kv.numel() * kv.element_size()
+        roof_sum, _ = try_time(torch, lambda: torch.sum(kv, dtype=torch.float32))
+        roof_max, _ = try_time(torch, lambda: torch.amax(kv))
+        roof = min(t for t in (roof_sum, roof_max) if t is not None)
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        peers = {}
+        for name, backend in (("fa2", SDPBackend.FLASH_ATTENTION),
+                              ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            def run(backend=backend):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(
+                        qt, kt, vt, is_causal=causal and sq > 1,
+                        enable_gqa=hq != hkv)
+            peers[name] = try_time(torch, run)
+        ref = None
+        for name, kernel, meta in matching:
+            o = torch.full((b, sq, hq, d), float("nan"), dtype=dtype, device="cuda")
+            lse = torch.full((b, hq, sq), float("nan"), dtype=torch.float32,
+                             device="cuda")
+            verdict = "-"
+            try:
+                kernel(q, k, v, o=o, lse=lse)
+                torch.cuda.synchronize()
+                if not args.no_check:
+                    if ref is None:
+                        ref = reference(torch, qt, kt, vt, meta.softmax_scale,
+                                        causal, (-1, -1), "cuda")
+                    o_err, lse_err, problems = compare(
+                        torch, meta, o.transpose(1, 2), lse, ref[0], ref[1])
+                    verdict = (f"ok O {o_err:.1e} LSE {lse_err:.1e}"
+                               if not problems else "FAIL " + "; ".join(problems))
+                    failures += bool(problems)
+                t, err = try_time(torch, lambda: kernel(q, k, v, o=o, lse=lse))
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+                t, err, verdict = None, "launch failed", "FAIL"
+                failures += 1
+            fa2, cudnn = peers["fa2"][0], peers["cudnn"][0]
+            rows.append([
+                f"B={b} {hq}/{hkv} Sk={sk} Sq={sq} d={d}" + (" causal" if causal else ""),
+                name, meta.config,
+                f"{t:.1f}" if t else err, f"{kv_bytes / t / 1e6:.2f}" if t else "-",
+                f"{roof / t:.2f}" if t else "-",
+                f"{fa2:.1f}" if fa2 else peers["fa2"][1][:30],
+                f"{fa2 / t:.2f}" if t and fa2 else "-",
+                f"{cudnn:.1f}" if cudnn else peers["cudnn"][1][:30],
+                f"{cudnn / t:.2f}" if t and cudnn else "-",
+                f"{roof:.1f}", verdict])
+            print(" | ".join(rows[-1]), flush=True)
+        del q, kv, ref
+        torch.cuda.empty_cache()
+
+    header = ["shape (bf16)", "plan", "config", "FlashTile us", "TB/s",
+              "x roofline", "FA2 us", "x FA2", "cuDNN us", "x cuDNN",
+              "roofline us", "check"]
+    print()
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print(f"\nbench_decode: {len(rows) - failures} of {len(rows)} checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
