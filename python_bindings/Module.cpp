@@ -272,7 +272,8 @@ py::object call(KernelFamily &family, const py::tuple &args,
                 const py::dict &kwargs, const py::object &hooks,
                 const py::object &stream,
                 const std::vector<uint64_t> &workspaces,
-                const std::vector<std::string> &filled, bool writersOnly) {
+                const std::vector<std::string> &filled, bool writersOnly,
+                const std::map<std::string, int64_t> &sizes) {
   const plan::LaunchPlan &plan = family.getPlan();
   std::vector<py::handle> slots = bindArguments(plan, args, kwargs);
   std::vector<ArgValue> values = toArgValues(plan, slots);
@@ -321,6 +322,7 @@ py::object call(KernelFamily &family, const py::tuple &args,
         reinterpret_cast<void *>(static_cast<uintptr_t>(w)));
   options.filledWorkspaces = filled;
   options.writersOnly = writersOnly;
+  options.sizes.insert(sizes.begin(), sizes.end());
   std::string error;
   bool ok;
   {
@@ -401,7 +403,8 @@ PYBIND11_MODULE(_runtime, m) {
            py::arg("hooks") = py::none(), py::arg("stream") = py::none(),
            py::arg("workspaces") = std::vector<uint64_t>(),
            py::arg("filled") = std::vector<std::string>(),
-           py::arg("writers_only") = false)
+           py::arg("writers_only") = false,
+           py::arg("sizes") = std::map<std::string, int64_t>())
       .def(
           "workspaces",
           [](const KernelFamily &f, const py::tuple &args,

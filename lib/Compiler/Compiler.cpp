@@ -214,6 +214,29 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   }
   addKernel(p.name, kernel.getConfigAttr().getWarps() * kWarpSize,
             *kernel.getSmemBytes(), getKernelGrid(kernel));
+  // Split-KV: the split count from the SM count and this kernel's resident
+  // blocks on its chip; with more than one split, the combine kernel runs
+  // after the attention kernel.
+  if (hasKVSplits(kernel)) {
+    int64_t blocksPerSM = 1;
+    if (cubin.registers)
+      blocksPerSM = std::max<int64_t>(
+          1, computeOccupancy(arch, kernel.getConfigAttr().getWarps(),
+                              *cubin.registers, *kernel.getSmemBytes())
+                 .blocks);
+    p.derived.push_back({kKVSplitsSize, getKVSplitsRule(kernel, blocksPerSM)});
+    p.workspaces.push_back({kPartialOWorkspace, getPartialOBytes(kernel)});
+    p.workspaces.push_back({kPartialLseWorkspace, getPartialLseBytes(kernel)});
+    int64_t attention = static_cast<int64_t>(p.kernels.size()) - 1;
+    addKernel(p.name + kCombineKernelSuffix, kCombineRowsPerBlock * kWarpSize,
+              0, getCombineGrid(kernel));
+    using Op = plan::Expr::Op;
+    p.dispatch.push_back(
+        {plan::Expr::apply(Op::Gt, {plan::Expr::named(kKVSplitsSize),
+                                    plan::Expr::constant(1)}),
+         {attention, attention + 1}});
+    p.dispatch.push_back({plan::Expr::constant(1), {attention}});
+  }
   p.infoJson = getInfoJson(kernel);
   return p;
 }

@@ -21,6 +21,7 @@
 #endif
 
 #include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/Runtime/SplitKV.h"
 #include "Messages.h"
 
 #include <nlohmann/json.hpp>
@@ -58,7 +59,11 @@ constexpr OpName kOpNames[] = {
     {Expr::Op::Lt, "lt", false},        {Expr::Op::Le, "le", false},
     {Expr::Op::Gt, "gt", false},        {Expr::Op::Ge, "ge", false},
     {Expr::Op::And, "and", true},       {Expr::Op::Or, "or", true},
+    {Expr::Op::KVSplits, "kv_splits", true},
 };
+
+/// Operands of kv_splits: blocks, kv_tiles, blocks_per_sm, max_splits.
+constexpr size_t kKVSplitsOperands = 4;
 
 const OpName *findOp(std::string_view key) {
   for (const OpName &entry : kOpNames)
@@ -232,10 +237,23 @@ Expr parseExpr(const Json &value, const std::string &path, int depth = 0) {
   return Expr::apply(op->op, std::move(operands));
 }
 
-/// Refuses names that are not declared sizes (or "num_sms" where allowed).
+bool usesKVSplits(const Expr &expr) {
+  if (expr.op == Expr::Op::KVSplits)
+    return true;
+  for (const Expr &operand : expr.operands)
+    if (usesKVSplits(operand))
+      return true;
+  return false;
+}
+
+/// Refuses names that are not declared sizes; "num_sms" and kv_splits (which
+/// reads it) only where `allowNumSms` (derived sizes, dispatch conditions).
 void checkNames(const Expr &expr, const std::string &path,
                 const std::set<std::string, std::less<>> &sizes,
                 bool allowNumSms) {
+  if (!allowNumSms && usesKVSplits(expr))
+    fail(path, "'kv_splits' may only be used in derived sizes and dispatch "
+               "conditions");
   std::vector<std::string> names;
   collectNames(expr, names);
   for (const std::string &name : names) {
@@ -507,8 +525,8 @@ LaunchPlan parsePlan(const Json &root) {
                            ", the plan is version ", version));
   checkKeys(root, top,
             {"format", "version", "name", "arch", "isa", "code_path",
-             "arguments", "sizes", "checks", "kernels", "workspaces",
-             "dispatch", "info"});
+             "arguments", "sizes", "checks", "derived", "kernels",
+             "workspaces", "dispatch", "info"});
   LaunchPlan plan;
   plan.version = static_cast<int>(version);
   plan.name = getString(require(root, top, "name"), "name");
@@ -570,6 +588,26 @@ LaunchPlan parsePlan(const Json &root) {
     check.message =
         getString(require(checks[i], path, "message"), join(path, "message"));
     plan.checks.push_back(std::move(check));
+  }
+
+  // Derived sizes: each may use the sizes, the earlier ones and num_sms.
+  if (auto it = root.find("derived"); it != root.end()) {
+    const Json &list = expectArray(*it, "derived");
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string path = index("derived", i);
+      expectObject(list[i], path);
+      checkKeys(list[i], path, {"name", "value"});
+      DerivedSize derived;
+      derived.name =
+          getString(require(list[i], path, "name"), join(path, "name"));
+      derived.value =
+          parseExpr(require(list[i], path, "value"), join(path, "value"));
+      checkNames(derived.value, join(path, "value"), sizeNames, true);
+      if (derived.name == kNumSms || !sizeNames.insert(derived.name).second)
+        fail(join(path, "name"),
+             concat("duplicate size name '", derived.name, "'"));
+      plan.derived.push_back(std::move(derived));
+    }
   }
 
   // Workspaces (before kernels: parameters refer to them).
@@ -821,6 +859,32 @@ std::optional<int64_t> flashtile::plan::evaluate(const Expr &expr,
     }
     return expr.op == Op::And ? 1 : 0;
   }
+  case Op::KVSplits: {
+    if (expr.operands.size() != kKVSplitsOperands) {
+      error = concat("'kv_splits' has ", expr.operands.size(),
+                     " operands, expected ", kKVSplitsOperands);
+      return std::nullopt;
+    }
+    auto sms = env.find(kNumSms);
+    if (sms == env.end()) {
+      error = "'kv_splits' needs the device's multiprocessor count";
+      return std::nullopt;
+    }
+    int64_t values[kKVSplitsOperands];
+    for (size_t i = 0; i < kKVSplitsOperands; ++i) {
+      std::optional<int64_t> v = evaluate(expr.operands[i], env, error);
+      if (!v)
+        return std::nullopt;
+      values[i] = *v;
+    }
+    flashtile::runtime::SplitKVProblem problem;
+    problem.blocks = values[0];
+    problem.kvTiles = values[1];
+    problem.blocksPerSM = values[2];
+    problem.maxSplits = values[3];
+    problem.numSMs = sms->second;
+    return flashtile::runtime::chooseKVSplits(problem);
+  }
   default:
     break;
   }
@@ -1042,6 +1106,17 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
     checks.push_back(std::move(c));
   }
   root["checks"] = std::move(checks);
+
+  if (!plan.derived.empty()) {
+    Json derived = Json::array();
+    for (const DerivedSize &d : plan.derived) {
+      Json entry = Json::object();
+      entry["name"] = d.name;
+      entry["value"] = writeExpr(d.value);
+      derived.push_back(std::move(entry));
+    }
+    root["derived"] = std::move(derived);
+  }
 
   Json kernels = Json::array();
   for (const Kernel &kernel : plan.kernels) {

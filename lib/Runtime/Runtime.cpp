@@ -800,7 +800,8 @@ bool checkParamValues(const plan::LaunchPlan &plan, const plan::Kernel &kernel,
 
 bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
                          CheckedLaunch *checkedOut,
-                         std::optional<int64_t> numSms) const {
+                         std::optional<int64_t> numSms,
+                         const LaunchOptions *options) const {
   CheckedLaunch local;
   CheckedLaunch &c = checkedOut ? *checkedOut : local;
   c = CheckedLaunch();
@@ -954,9 +955,44 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
     }
   }
 
-  // The kernels to run.
+  // Derived sizes, in order.
   if (numSms)
     c.sizes["num_sms"] = *numSms;
+  if (options)
+    for (const auto &[name, value] : options->sizes) {
+      bool derived = std::any_of(
+          plan.derived.begin(), plan.derived.end(),
+          [&](const plan::DerivedSize &d) { return d.name == name; });
+      if (!derived) {
+        error = concat("launch option sizes[", name, "]: ", plan.name,
+                       " has no derived size '", name, "'");
+        return false;
+      }
+      if (value < 1) {
+        error = concat("launch option sizes[", name, "] = ", value,
+                       " must be positive");
+        return false;
+      }
+    }
+  for (const plan::DerivedSize &derived : plan.derived) {
+    if (options)
+      if (auto it = options->sizes.find(derived.name);
+          it != options->sizes.end()) {
+        c.sizes[derived.name] = it->second;
+        continue;
+      }
+    std::optional<int64_t> value =
+        plan::evaluate(derived.value, c.sizes, error);
+    if (!value) {
+      error = concat("the size ", derived.name, " = ",
+                     plan::toString(derived.value), " cannot be computed: ",
+                     error);
+      return false;
+    }
+    c.sizes[derived.name] = *value;
+  }
+
+  // The kernels to run.
   if (plan.dispatch.empty() || !numSms) {
     for (size_t k = 0; k < plan.kernels.size(); ++k)
       c.kernels.push_back(static_cast<int64_t>(k));
@@ -1270,7 +1306,8 @@ bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
       if (plan.arguments[i].kind == ArgKind::Tensor &&
           args[i].kind == ArgValue::Kind::Tensor)
         tensorDevice = args[i].tensor.device;
-  if (!plan.dispatch.empty() && tensorDevice >= 0) {
+  // So do derived sizes (kv_splits).
+  if ((!plan.dispatch.empty() || !plan.derived.empty()) && tensorDevice >= 0) {
     if (!(drv = getDriver(error)))
       return false;
     CUdevice device = -1;
@@ -1279,9 +1316,9 @@ bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
       return false;
     std::optional<int> numSms = getDeviceAttribute(
         *drv, device, kDeviceAttributeMultiprocessorCount, error);
-    if (!numSms || !check(args, error, &checked, *numSms))
+    if (!numSms || !check(args, error, &checked, *numSms, &options))
       return false;
-  } else if (!check(args, error, &checked)) {
+  } else if (!check(args, error, &checked, std::nullopt, &options)) {
     return false;
   }
   for (size_t w = 0; w < options.workspaces.size() && w < plan.workspaces.size();

@@ -92,12 +92,16 @@ class Kernel:
         """Checks the arguments and launches on torch's current stream."""
         return self._call(args, kwargs, _hooks or _torch_hooks())
 
-    def launch(self, *args, stream=None, **kwargs):
+    def launch(self, *args, stream=None, sizes=None, **kwargs):
         """Like calling the kernel, on `stream` (a torch.cuda.Stream, a raw
-        CUstream as int, or None for torch's current stream)."""
+        CUstream as int, or None for torch's current stream). `sizes` fixes
+        derived sizes of the plan, e.g. {"kv_splits": 8} for a split-KV
+        kernel: its grid and workspaces then depend only on the shapes, so
+        one CUDA-graph capture serves every length the shapes allow."""
         if stream is not None and not isinstance(stream, int):
             stream = stream.cuda_stream
-        return self._call(args, kwargs, _hooks or _torch_hooks(), stream)
+        return self._call(args, kwargs, _hooks or _torch_hooks(), stream,
+                          [], [], False, dict(sizes or {}))
 
     def prepare(self, *args, **kwargs):
         """Runs only the kernels that fill reusable workspaces (a run-time

@@ -12,12 +12,17 @@ table (bf16, B, Hq/Hkv, Sk, Sq, d) and every matching plan:
 * Correctness: q, k, v are seeded randn in the kernel's dtype; O and LSE are
   poisoned with NaN, the kernel runs once, and the result is compared with
   float64 attention from tools/gpu/check_fwd.py (same tolerances: O relative
-  1e-2 bf16 / 2e-3 f16, LSE 2e-3).
+  1e-2 bf16 / 2e-3 f16, LSE 2e-3); then again with kv_splits fixed at 5
+  (LaunchOptions::sizes), so that the split path and the combine kernel are
+  checked on every shape.
 * Timing: CUDA events, 3 warm-up calls, then the mean of 30 calls, for
   FlashTile, SDPA flash and SDPA cuDNN (enable_gqa) on the same inputs, and
   the roofline: one plain read of the same K and V bytes (the faster of
   torch.sum and torch.amax over a buffer that holds K and V back to back).
 * Bandwidth counts the K and V bytes (B * Sk * Hkv * (d + dv) * 2).
+* Causal shapes with Sq < Sk (speculative decoding): FlashTile is
+  bottom-right causal; SDPA's is_causal is top-left (a query would see Sq
+  keys), so the peers run unmasked: the same bytes, Sq - 1 more keys a row.
 
 Prints one table; exit status 1 if any correctness check fails, else 0 (a
 benchmark: speed is reported, not asserted).
@@ -41,6 +46,9 @@ SHAPES = [
     (1, 32, 8, 65536, 1, 128, False),
     (32, 32, 8, 8192, 4, 128, True),
 ]
+
+
+FORCED_SPLITS = 5
 
 
 def mean_us(torch, fn, warmup=3, reps=30):
@@ -115,8 +123,12 @@ def main():
                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             def run(backend=backend):
                 with sdpa_kernel(backend):
+                    # SDPA's is_causal is top-left aligned: with Sq < Sk a
+                    # query would see Sq keys. The peers run without a mask
+                    # instead: the same bytes, and bottom-right causal
+                    # differs from it in Sq - 1 keys per row.
                     return F.scaled_dot_product_attention(
-                        qt, kt, vt, is_causal=causal and sq > 1,
+                        qt, kt, vt, is_causal=causal and sq == sk,
                         enable_gqa=hq != hkv)
             peers[name] = try_time(torch, run)
         ref = None
@@ -137,6 +149,21 @@ def main():
                     verdict = (f"ok O {o_err:.1e} LSE {lse_err:.1e}"
                                if not problems else "FAIL " + "; ".join(problems))
                     failures += bool(problems)
+                    # The split path on every shape: a fixed, odd split
+                    # count (the heuristic picks 1 for large batches).
+                    o.fill_(float("nan"))
+                    lse.fill_(float("nan"))
+                    kernel.launch(q, k, v, o=o, lse=lse,
+                                  sizes={"kv_splits": FORCED_SPLITS})
+                    torch.cuda.synchronize()
+                    _, _, forced = compare(torch, meta, o.transpose(1, 2), lse,
+                                           ref[0], ref[1])
+                    if forced:
+                        verdict += f"; FAIL with {FORCED_SPLITS} splits: " + \
+                            "; ".join(forced)
+                        failures += 1
+                    else:
+                        verdict += f"; {FORCED_SPLITS} splits ok"
                 t, err = try_time(torch, lambda: kernel(q, k, v, o=o, lse=lse))
             except Exception:  # noqa: BLE001
                 traceback.print_exc()

@@ -17,6 +17,10 @@
 //     grid of size expressions, and the parameter list, each parameter saying
 //     where its value comes from (a tensor's pointer, size or stride, a named
 //     size, a scalar argument, a workspace);
+//   * derived sizes: named expressions over the sizes (and "num_sms"),
+//     evaluated in order after the checks, which later expressions may use
+//     ("kv_splits", the split-KV rule of SplitKV.h); a launch may fix one
+//     (runtime::LaunchOptions::sizes);
 //   * workspaces, with their sizes as expressions;
 //   * an optional dispatch rule: the first entry whose condition holds
 //     (evaluated over the sizes and the device's properties, such as
@@ -85,6 +89,9 @@ struct Expr {
     Ge,
     And,
     Or,
+    /// kv_splits(blocks, kv_tiles, blocks_per_sm, max_splits): the split
+    /// count of runtime::chooseKVSplits on the device's "num_sms".
+    KVSplits,
   };
   Op op = Op::Const;
   int64_t value = 0;
@@ -217,6 +224,12 @@ struct Kernel {
   std::optional<int64_t> registers, spillStores, spillLoads;
 };
 
+/// A named size computed from the others.
+struct DerivedSize {
+  std::string name;
+  Expr value;
+};
+
 /// A device buffer the runtime allocates for the kernels of one launch.
 struct Workspace {
   std::string name;
@@ -240,6 +253,8 @@ struct LaunchPlan {
   std::vector<Argument> arguments;
   std::vector<SizeBinding> sizes;
   std::vector<Check> checks;
+  /// Evaluated in order after the checks.
+  std::vector<DerivedSize> derived;
   std::vector<Kernel> kernels;
   std::vector<Workspace> workspaces;
   /// Empty: every kernel runs, in order.

@@ -137,6 +137,11 @@ struct LaunchOptions {
   /// Runs only the kernels that write workspaces, into the caller's buffers
   /// (each must be given): fills them for later launches.
   bool writersOnly = false;
+  /// Values for the plan's derived sizes instead of their rules, each a
+  /// positive integer. {"kv_splits", S} fixes the split count: the grid and
+  /// the workspaces then depend only on the shapes, so that one CUDA-graph
+  /// capture serves every length the shapes allow.
+  std::map<std::string, int64_t, std::less<>> sizes;
 };
 
 /// One compiled kernel family: its plan and cubin images, and the modules
@@ -172,11 +177,14 @@ public:
   /// values that do not fit their dtype, parameter values that do not fit
   /// their type, and grids over the CUDA limits. `numSms`, when given,
   /// selects the kernels by the plan's dispatch rule; without it every
-  /// kernel is checked. Returns false and sets `error` (one sentence with
+  /// kernel is checked. Derived sizes are computed after the plan's checks
+  /// (from `options->sizes` where given; a rule that needs `numSms` fails
+  /// without it). Returns false and sets `error` (one sentence with
   /// the numbers involved) on the first problem.
   bool check(const std::vector<ArgValue> &args, std::string &error,
              CheckedLaunch *checked = nullptr,
-             std::optional<int64_t> numSms = std::nullopt) const;
+             std::optional<int64_t> numSms = std::nullopt,
+             const LaunchOptions *options = nullptr) const;
 
   /// The shape of every output argument for the given inputs (outputs in
   /// `args` may be absent; they are ignored). Fails when an input is

@@ -87,6 +87,8 @@ struct ConvertAttnToNVVMPass
       if (getDiagonalTable(kernel) &&
           failed(lowering::buildDiagonalTableKernel(kernel)))
         return signalPassFailure();
+      if (hasKVSplits(kernel) && failed(lowering::buildCombineKernel(kernel)))
+        return signalPassFailure();
       LowerToLLVMOptions options(ctx);
       options.overrideIndexBitwidth(32);
       LLVMTypeConverter converter(ctx, options);

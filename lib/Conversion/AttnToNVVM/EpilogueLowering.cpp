@@ -26,6 +26,9 @@ struct EpilogueContext {
   Emitter &e;
   int64_t rows;
   Value sinkOfBlock;
+  /// Split-KV kernels: whether this launch splits (kv_splits > 1) and its
+  /// negation; null otherwise.
+  Value splitting, whole;
 
   EpilogueContext(EpilogueOp op, EpilogueOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter, TileOpContext &ctx,
@@ -113,6 +116,24 @@ struct EpilogueContext {
     });
   }
 
+  /// Emits now what the lazy getters above (and storeLse) would emit on
+  /// first use, so that their values dominate every later branch.
+  void emitSharedValues() {
+    out();
+    firstRow();
+    if (ctx.packed())
+      ctx.groupSize();
+    Value lseDesc = adaptor.getLse();
+    if (!ctx.packed())
+      lseBase = e.add64(
+          e.mul64(e.sext64(adaptor.getBatch()),
+                  e.extract(lseDesc, kLseStrideBatch)),
+          e.mul64(e.sext64(adaptor.getHead()),
+                  e.extract(lseDesc, kLseStrideHead)));
+    lsePtr = e.extract(lseDesc, kLsePtr);
+    quadLeader = e.cmp(LLVM::ICmpPredicate::eq, ctx.thread().t, e.i32(0));
+  }
+
   /// A row's denominator `sum` with the sink's term (its row `row`), whether
   /// the row saw no key, and its LSE then: -inf, or z with a sink.
   struct Denominator {
@@ -167,6 +188,10 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
     Emitter &e = ctx.e;
     ThreadCoords &thread = ctx.thread();
     EpilogueContext ep(op, adaptor, rewriter, ctx, rows);
+    if (hasKVSplitsParam(op)) {
+      ep.splitting = e.cmp(P::sgt, getKVSplitsParam(op), e.i32(1));
+      ep.whole = e.cmp(P::sle, getKVSplitsParam(op), e.i32(1));
+    }
     Value stage = adaptor.getStage();
     SmallVector<std::tuple<Value, Value, Value, Value>> lseStores;
     if (op.getMerge())
@@ -193,6 +218,9 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
                                     e.slt(walk.chunk(step), e.i32(outChunks)));
       if (walk.isPartial(step))
         store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
+      // A split launch leaves O to the combine kernel.
+      if (ep.whole)
+        store = LLVM::AndOp::create(rewriter, loc, store, ep.whole);
       emitIf(rewriter, loc, store, [&] {
         Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
                                           e.gep(stage, walk.smemOffset(step)),
@@ -261,6 +289,65 @@ private:
       lseStores.push_back({warpRow, rowOffset, value, Value()});
   }
 
+  /// A split's row `row`, column pair `col`: the normalised fp32 O pair and,
+  /// from column 0, the LSE (no sink: the combine kernel adds it once) to
+  /// the o_partial and lse_partial entries of (split, batch, head, position)
+  /// (KernelABI.h).
+  static void storePartial(EpilogueContext &ep, Value row, Value col,
+                           int64_t cols, Value o0, Value o1, Value sum,
+                           Value best, Value scale) {
+    TileOpContext &ctx = ep.ctx;
+    Emitter &e = ep.e;
+    ConversionPatternRewriter &rewriter = ep.rewriter;
+    Location loc = ep.op.getLoc();
+    Operation *op = ep.op;
+    using P = LLVM::ICmpPredicate;
+    Value zero = e.f32(0.0f);
+    Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, sum, zero);
+    Value inverse = e.select(empty, zero, e.rcp(sum));
+    Value lse = e.select(
+        empty, e.f32(-std::numeric_limits<float>::infinity()),
+        e.fma(best, scale,
+              e.fmul(e.log2(sum), e.f32(static_cast<float>(M_LN2)))));
+    Value globalRow = e.add(ep.firstRow(), row);
+    Value valid = e.cmp(P::slt, globalRow, ep.out().seqlen());
+    emitIf(rewriter, loc, valid, [&] {
+      auto [position, offset] = ctx.unpackRow(globalRow);
+      Value head = e.add(ep.adaptor.getHead(), offset);
+      Value split = LLVM::UDivOp::create(
+          rewriter, loc,
+          NVVM::BlockIdXOp::create(rewriter, loc, rewriter.getI32Type()),
+          getQueryTiles(e, op));
+      Value rowIndex = e.add(
+          e.mul(e.add(e.mul(ep.adaptor.getBatch(),
+                            getKernelParam(op, kParamHeadsQ)),
+                      head),
+                getKernelParam(op, kParamSeqlenQ)),
+          position);
+      Value entry = e.add64(e.mul64(e.sext64(split),
+                                    e.sext64(getSplitRowsParam(op))),
+                            e.sext64(rowIndex));
+      auto pairType = VectorType::get({2}, rewriter.getF32Type());
+      Value pair = LLVM::PoisonOp::create(rewriter, loc, pairType);
+      pair = LLVM::InsertElementOp::create(rewriter, loc, pair,
+                                           e.fmul(o0, inverse), e.i32(0));
+      pair = LLVM::InsertElementOp::create(rewriter, loc, pair,
+                                           e.fmul(o1, inverse), e.i32(1));
+      Value oAddress = e.gep(
+          getWorkspaceParam(op, kPartialOWorkspace),
+          e.mul64(e.add64(e.mul64(entry, e.i64(cols)), e.sext64(col)),
+                  e.i64(4)));
+      LLVM::StoreOp::create(rewriter, loc, pair, oAddress, /*alignment=*/8);
+      emitIf(rewriter, loc, e.cmp(P::eq, col, e.i32(0)), [&] {
+        LLVM::StoreOp::create(
+            rewriter, loc, lse,
+            e.gep(getWorkspaceParam(op, kPartialLseWorkspace),
+                  e.mul64(entry, e.i64(4))),
+            /*alignment=*/4);
+      });
+    });
+  }
+
   /// KV warps: every warp writes its partial O, m and l (quad-reduced) to its
   /// slice of the merge buffer; after a barrier each thread merges whole
   /// (row, column pair) units across the warps, stages them, and the unit of
@@ -299,6 +386,10 @@ private:
                            e.mul(col, 4));
       return e.gep(merge, offset);
     };
+
+    // The merge branches (split or not, partial units): what they share
+    // first.
+    ep.emitSharedValues();
 
     // 1. Partial states out: O pairs, then (m, l) after the row's columns.
     SmallVector<Value> acc = e.unpack(ep.adaptor.getAcc());
@@ -365,17 +456,28 @@ private:
           o0 = e.fma(factor, element(o, 0), o0);
           o1 = e.fma(factor, element(o, 1), o1);
         }
-        EpilogueContext::Denominator d = ep.finishSum(sum, best, scale, row);
-        Value inverse = e.select(d.empty, zero, e.rcp(d.sum));
-        Value lse = ep.lseOf(d, best, scale);
-        Value offset = e.add(swizzledOffset(e, row, e.udiv(col, 8), cols),
-                             e.mul(e.urem(col, 8), 2));
-        LLVM::StoreOp::create(rewriter, loc,
-                              e.packPair(e.fmul(o0, inverse),
-                                         e.fmul(o1, inverse), dtype),
-                              e.gep(stage, offset), /*alignment=*/4);
-        ep.storeLse(row, e.i32(0), lse,
-                    e.cmp(LLVM::ICmpPredicate::eq, col, e.i32(0)));
+        auto finish = [&] {
+          EpilogueContext::Denominator d =
+              ep.finishSum(sum, best, scale, row);
+          Value inverse = e.select(d.empty, zero, e.rcp(d.sum));
+          Value lse = ep.lseOf(d, best, scale);
+          Value offset = e.add(swizzledOffset(e, row, e.udiv(col, 8), cols),
+                               e.mul(e.urem(col, 8), 2));
+          LLVM::StoreOp::create(rewriter, loc,
+                                e.packPair(e.fmul(o0, inverse),
+                                           e.fmul(o1, inverse), dtype),
+                                e.gep(stage, offset), /*alignment=*/4);
+          ep.storeLse(row, e.i32(0), lse,
+                      e.cmp(LLVM::ICmpPredicate::eq, col, e.i32(0)));
+        };
+        if (!ep.splitting) {
+          finish();
+          return;
+        }
+        emitIf(rewriter, loc, ep.splitting, [&] {
+          storePartial(ep, row, col, cols, o0, o1, sum, best, scale);
+        });
+        emitIf(rewriter, loc, ep.whole, finish);
       };
       if ((step + 1) * threads > units)
         emitIf(rewriter, loc, e.slt(unit, e.i32(units)), body);

@@ -87,6 +87,17 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
                                            : ParamType::I64;
     params.push_back(param(name, ptype, K::Scalar, name));
   }
+  if (hasKVSplits(kernel)) {
+    auto value = [](Expr expr) {
+      ParamSource source;
+      source.kind = K::Value;
+      source.value = std::move(expr);
+      return source;
+    };
+    params.push_back(
+        {kKVSplitsSize, ParamType::I32, value(Expr::named(kKVSplitsSize))});
+    params.push_back({kSplitRowsParam, ParamType::I32, value(getSplitRowCount())});
+  }
   if (getBlockRanges(kernel))
     for (const char *workspace : {kBlockRangesWorkspace, kBlockTilesWorkspace})
       params.push_back(
@@ -94,7 +105,82 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   if (getDiagonalTable(kernel))
     params.push_back(param(kDiagonalTableWorkspace, ParamType::Ptr,
                            K::Workspace, kDiagonalTableWorkspace));
+  if (hasKVSplits(kernel))
+    for (const char *workspace : {kPartialOWorkspace, kPartialLseWorkspace})
+      params.push_back(
+          param(workspace, ParamType::Ptr, K::Workspace, workspace));
   return params;
+}
+
+bool flashtile::hasKVSplits(KernelOp kernel) {
+  ConfigAttr config = kernel.getConfigAttr();
+  return config && config.getPackGqa() &&
+         !kernel.getBodyBlock().getOps<KVSplitOp>().empty();
+}
+
+int64_t flashtile::getKVSplitsParamIndex(KernelOp kernel) {
+  for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
+    if (p.name == kKVSplitsSize)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+static Expr named(const char *name) { return Expr::named(name); }
+static Expr mul(std::vector<Expr> operands) {
+  return Expr::apply(Expr::Op::Mul, std::move(operands));
+}
+
+Expr flashtile::getQueryTileCount(KernelOp kernel) {
+  ConfigAttr config = kernel.getConfigAttr();
+  // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
+  Expr rows = named("seqlen_q");
+  if (config.getPackGqa())
+    rows = mul({rows, Expr::apply(Expr::Op::Div,
+                                  {named("heads_q"), named("heads_kv")})});
+  return Expr::ceilDiv(rows, Expr::constant(config.getTileM()));
+}
+
+Expr flashtile::getKVSplitsRule(KernelOp kernel, int64_t blocksPerSM) {
+  ConfigAttr config = kernel.getConfigAttr();
+  Expr blocks =
+      mul({getQueryTileCount(kernel), named("heads_kv"), named("batch")});
+  Expr tiles = Expr::ceilDiv(named("seqlen_k"),
+                             Expr::constant(config.getTileN()));
+  return Expr::apply(Expr::Op::KVSplits,
+                     {blocks, tiles, Expr::constant(blocksPerSM),
+                      Expr::constant(kMaxKVSplits)});
+}
+
+Expr flashtile::getSplitRowCount() {
+  return mul({named("batch"), named("heads_q"), named("seqlen_q")});
+}
+
+/// kv_splits * batch * heads_q * seqlen_q, 0 with one split.
+static Expr partialRows(KernelOp kernel) {
+  (void)kernel;
+  Expr split = Expr::apply(Expr::Op::Gt,
+                           {named(kKVSplitsSize), Expr::constant(1)});
+  return mul({split, named(kKVSplitsSize), getSplitRowCount()});
+}
+
+Expr flashtile::getPartialOBytes(KernelOp kernel) {
+  auto vType = cast<MemRefType>(kernel.getV().getType());
+  return mul({partialRows(kernel),
+              Expr::constant(getPaddedHeadDim(vType.getDimSize(3)) * 4)});
+}
+
+Expr flashtile::getPartialLseBytes(KernelOp kernel) {
+  return mul({partialRows(kernel), Expr::constant(4)});
+}
+
+std::array<Expr, 3> flashtile::getCombineGrid(KernelOp kernel) {
+  (void)kernel;
+  std::array<Expr, 3> grid;
+  grid[0] =
+      Expr::ceilDiv(getSplitRowCount(), Expr::constant(kCombineRowsPerBlock));
+  grid[1] = Expr::constant(1);
+  grid[2] = Expr::constant(1);
+  return grid;
 }
 
 std::vector<int64_t> flashtile::getExtraArgParamIndices(KernelOp kernel) {
@@ -244,15 +330,11 @@ Expr flashtile::getDiagonalTableBytes(const DiagonalTable &table) {
 std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
   std::array<Expr, 3> grid;
   ConfigAttr config = kernel.getConfigAttr();
-  // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
-  Expr rows = Expr::named("seqlen_q");
-  if (config.getPackGqa())
-    rows = Expr::apply(Expr::Op::Mul,
-                       {rows, Expr::apply(Expr::Op::Div,
-                                          {Expr::named("heads_q"),
-                                           Expr::named("heads_kv")})});
-  grid[kGridAxisMBlock] =
-      Expr::ceilDiv(rows, Expr::constant(config.getTileM()));
+  grid[kGridAxisMBlock] = getQueryTileCount(kernel);
+  // Split-KV: kv_splits runs of the query tiles, split-major.
+  if (hasKVSplits(kernel))
+    grid[kGridAxisMBlock] = Expr::apply(
+        Expr::Op::Mul, {Expr::named(kKVSplitsSize), grid[kGridAxisMBlock]});
   grid[kGridAxisHead] =
       Expr::named(config.getPackGqa() ? "heads_kv" : "heads_q");
   grid[kGridAxisBatch] = Expr::named("batch");

@@ -98,8 +98,10 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next += 2 * rank;
       tensors.push_back(desc);
     }
-    // The workspaces are read by the ops that use them
-    // (getWorkspaceParam).
+    // kv_splits and the workspaces are read by the ops that use them
+    // (getKVSplitsParamIndex, getWorkspaceParam).
+    if (hasKVSplits(op))
+      next += 2;
     next += getWorkspaceParamIndices(op).size();
     assert(next == abi.size() && "every parameter is consumed");
     annotateKernelFunc(func, op);
@@ -134,6 +136,10 @@ struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
     Value headsQ = e.extract(adaptor.getQ(), kDescHeads);
     Value headsKV = e.extract(adaptor.getK(), kDescHeads);
     Value group = e.sdiv(headsQ, headsKV);
+    // Split-KV: x = split * query tiles + m_block (attn.kv_split).
+    if (hasKVSplitsParam(op))
+      mBlock = LLVM::URemOp::create(rewriter, op.getLoc(), mBlock,
+                                    getQueryTiles(e, op));
     Value kvHead;
     if (ctx.packed()) {
       kvHead = head;
@@ -180,6 +186,33 @@ struct KVBoundsLowering : public AttnOpLoweringPattern<KVBoundsOp> {
     }
     rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
                             range.unmaskedEnd, range.end});
+    return success();
+  }
+};
+
+/// The KV tiles of the block's split (attn.kv_split): run `split` of S runs
+/// of ceil((end - begin) / S) tiles, and the unmasked tiles within it.
+struct KVSplitLowering : public AttnOpLoweringPattern<KVSplitOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(KVSplitOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Emitter &e = ctx.e;
+    Value splits = getKVSplitsParam(op);
+    Value split = LLVM::UDivOp::create(
+        rewriter, op.getLoc(),
+        NVVM::BlockIdXOp::create(rewriter, op.getLoc(), rewriter.getI32Type()),
+        getQueryTiles(e, op));
+    Value begin = adaptor.getBegin(), end = adaptor.getEnd();
+    Value perSplit = e.sdiv(e.add(e.sub(end, begin), e.sub(splits, e.i32(1))),
+                            splits);
+    Value lo = e.smin(e.add(begin, e.mul(split, perSplit)), end);
+    Value hi = e.smax(lo, e.smin(end, e.add(lo, perSplit)));
+    Value unmaskedBegin = e.smin(e.smax(adaptor.getUnmaskedBegin(), lo), hi);
+    Value unmaskedEnd =
+        e.smax(unmaskedBegin, e.smin(adaptor.getUnmaskedEnd(), hi));
+    rewriter.replaceOp(op, {lo, unmaskedBegin, unmaskedEnd, hi});
     return success();
   }
 };
@@ -268,5 +301,6 @@ struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
 void lowering::populateKernelPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
   patterns.add<KernelOpLowering, BlockContextLowering, KVBoundsLowering,
-               SoftmaxScaleLowering, KVLoopLowering>(converter);
+               KVSplitLowering, SoftmaxScaleLowering, KVLoopLowering>(
+      converter);
 }

@@ -308,6 +308,41 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
     workspaces.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(index)));
   if (!workspaces.empty())
     func->setAttr(kWorkspaceParamsAttrName, b.getDictionaryAttr(workspaces));
+  if (int64_t index = getKVSplitsParamIndex(kernel); index >= 0)
+    func->setAttr(kKVSplitsParamAttrName, b.getI64IntegerAttr(index));
+}
+
+Value lowering::getQueryTiles(Emitter &e, Operation *op) {
+  ConfigAttr config = getKernelConfig(op);
+  Value rows = e.mul(getKernelParam(op, kParamSeqlenQ),
+                     e.sdiv(getKernelParam(op, kParamHeadsQ),
+                            getKernelParam(op, kParamHeadsKV)));
+  return e.ceilDiv(rows, config.getTileM());
+}
+
+static LLVM::LLVMFuncOp getFunc(Operation *op) {
+  auto func = isa<LLVM::LLVMFuncOp>(op) ? cast<LLVM::LLVMFuncOp>(op)
+                                        : op->getParentOfType<LLVM::LLVMFuncOp>();
+  assert(func && "kernel ops are lowered after their kernel");
+  return func;
+}
+
+bool lowering::hasKVSplitsParam(Operation *op) {
+  return getFunc(op)->hasAttr(kKVSplitsParamAttrName);
+}
+
+Value lowering::getKVSplitsParam(Operation *op) {
+  LLVM::LLVMFuncOp func = getFunc(op);
+  auto index = func->getAttrOfType<IntegerAttr>(kKVSplitsParamAttrName);
+  assert(index && "the kernel lowering marks the kv_splits parameter");
+  return func.getArgument(index.getInt());
+}
+
+Value lowering::getSplitRowsParam(Operation *op) {
+  LLVM::LLVMFuncOp func = getFunc(op);
+  auto index = func->getAttrOfType<IntegerAttr>(kKVSplitsParamAttrName);
+  assert(index && "the kernel lowering marks the kv_splits parameter");
+  return func.getArgument(index.getInt() + 1);
 }
 
 Value lowering::getWorkspaceParam(Operation *op, StringRef name) {

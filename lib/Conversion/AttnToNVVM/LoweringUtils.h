@@ -159,8 +159,19 @@ int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
 constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";
 constexpr llvm::StringLiteral kWorkspaceParamsAttrName =
     "attn.workspace_params";
-/// Puts both on `func`, an llvm.func that takes `kernel`'s parameters.
+/// The attribute that marks the kv_splits parameter (split-KV kernels).
+constexpr llvm::StringLiteral kKVSplitsParamAttrName = "attn.kv_splits_param";
+/// Puts these on `func`, an llvm.func that takes `kernel`'s parameters.
 void annotateKernelFunc(mlir::LLVM::LLVMFuncOp func, attn::KernelOp kernel);
+/// The kv_splits parameter of the split-KV kernel `op` belongs to (or of
+/// the llvm.func `op`), and kv_split_rows, which follows it (KernelABI.h).
+mlir::Value getKVSplitsParam(mlir::Operation *op);
+mlir::Value getSplitRowsParam(mlir::Operation *op);
+/// Whether the kernel `op` belongs to (or the llvm.func `op`) splits KV.
+bool hasKVSplitsParam(mlir::Operation *op);
+/// ceil(seqlen_q * G / tile_m): the query tiles of a packed kernel's split
+/// (KernelABI.h), from the parameters of the kernel `op` belongs to.
+mlir::Value getQueryTiles(Emitter &e, mlir::Operation *op);
 /// The pointer of workspace `name` (KernelABI.h) in the llvm.func of `op`.
 mlir::Value getWorkspaceParam(mlir::Operation *op, llvm::StringRef name);
 
@@ -416,4 +427,7 @@ mlir::LogicalResult buildBlockMaskKernels(attn::KernelOp kernel);
 /// Adds the diagonal table's kernel of `kernel` (whose score_mod has a
 /// diagonal term) to its module, before it as an llvm.func (KernelABI.h).
 mlir::LogicalResult buildDiagonalTableKernel(attn::KernelOp kernel);
+/// Adds the combine kernel of the split-KV kernel `kernel` to its module,
+/// before it as an llvm.func (KernelABI.h).
+mlir::LogicalResult buildCombineKernel(attn::KernelOp kernel);
 } // namespace flashtile::attn::lowering

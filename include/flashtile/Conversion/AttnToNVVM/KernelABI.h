@@ -45,6 +45,21 @@
 // k - q = i - (ceil(seqlen_q / tile_m) * tile_m - 1), which covers every
 // position of every score tile.
 //
+// A kernel with packed rows (#attn.config pack_gqa, the decode family) can
+// split each query tile's KV tiles `kv_splits` ways (attn.kv_split): it
+// takes the i32 `kv_splits` and `kv_split_rows` (batch * heads_q *
+// seqlen_q) after the extra arguments and the pointers of the `o_partial`
+// and `lse_partial` workspaces last, and its grid's x axis
+// is kv_splits * ceil(seqlen_q * G / tile_m) (split-major). Its plan derives
+// kv_splits from the SM count (SplitKV.h; at most kMaxKVSplits) and
+// dispatches: with one split the kernel writes O and LSE itself; with more,
+// every split writes its normalised fp32 O rows and LSE to the workspaces,
+// entry ((s * batch + b) * heads_q + h) * seqlen_q + q (times head_dim_v
+// padded for O), and `<name>_combine` merges them, one warp per (batch,
+// head, query) row, kCombineRowsPerBlock rows per block: grid
+// (ceil(batch * heads_q * seqlen_q / kCombineRowsPerBlock), 1, 1). A sink
+// joins there, once.
+//
 // A parameter derived from an argument is named "<argument>.<what>"
 // ("q.stride_batch", "slopes.size0"): argument names are identifiers, so
 // they can never collide with a derived name.
@@ -150,6 +165,29 @@ inline constexpr int64_t kDiagonalTableThreads = 128;
 /// The table kernel's grid and the workspace's size in bytes.
 std::array<plan::Expr, 3> getDiagonalTableGrid(const DiagonalTable &table);
 plan::Expr getDiagonalTableBytes(const DiagonalTable &table);
+
+/// Split-KV (decode family): whether `kernel` takes kv_splits, the names of
+/// its size, workspaces and combine kernel, and their sizes.
+bool hasKVSplits(attn::KernelOp kernel);
+inline constexpr const char *kKVSplitsSize = "kv_splits";
+inline constexpr const char *kSplitRowsParam = "kv_split_rows";
+/// batch * heads_q * seqlen_q: the rows of one split's partial results.
+plan::Expr getSplitRowCount();
+inline constexpr const char *kPartialOWorkspace = "o_partial";
+inline constexpr const char *kPartialLseWorkspace = "lse_partial";
+inline constexpr const char *kCombineKernelSuffix = "_combine";
+inline constexpr int64_t kCombineRowsPerBlock = 4;
+inline constexpr int64_t kMaxKVSplits = 128;
+/// The position of the kv_splits parameter in getKernelParams.
+int64_t getKVSplitsParamIndex(attn::KernelOp kernel);
+/// ceil(seqlen_q * G / tile_m): the query tiles of one split.
+plan::Expr getQueryTileCount(attn::KernelOp kernel);
+/// kv_splits' rule, from the kernel's resident blocks per SM.
+plan::Expr getKVSplitsRule(attn::KernelOp kernel, int64_t blocksPerSM);
+/// Bytes of o_partial and lse_partial (0 with one split).
+plan::Expr getPartialOBytes(attn::KernelOp kernel);
+plan::Expr getPartialLseBytes(attn::KernelOp kernel);
+std::array<plan::Expr, 3> getCombineGrid(attn::KernelOp kernel);
 
 /// The kernel's workspaces: name and position in getKernelParams.
 std::vector<std::pair<std::string, int64_t>>

@@ -421,6 +421,16 @@ static int64_t getKvWarps(Operation *op) {
   return config ? config.getKvWarps() : 1;
 }
 
+LogicalResult KVSplitOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  ConfigAttr config = kernel ? kernel.getConfigAttr() : ConfigAttr();
+  if (config && !config.getPackGqa())
+    return emitOpError() << "splits KV in a kernel without packed rows: "
+                            "split-KV belongs to the decode family "
+                            "(pack_gqa)";
+  return success();
+}
+
 LogicalResult SmemAllocOp::verify() {
   MemRefType type = getType();
   auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());

@@ -290,6 +290,15 @@ void TileProgramBuilder::build() {
     }
   }
 
+  // The decode family splits each row's KV tiles over kv_splits blocks.
+  if (config.getPackGqa()) {
+    auto split = KVSplitOp::create(b, loc, idx, idx, idx, idx, range.begin,
+                                   range.unmaskedBegin, range.unmaskedEnd,
+                                   range.end);
+    range = {split.getSplitBegin(), split.getSplitUnmaskedBegin(),
+             split.getSplitUnmaskedEnd(), split.getSplitEnd()};
+  }
+
   buildPrologue(range.end);
 
   // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.

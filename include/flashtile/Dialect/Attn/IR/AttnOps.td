@@ -341,6 +341,32 @@ def Attn_BlockRangesOp : Attn_Op<"block_ranges", [IsolatedFromAbove]> {
   let hasVerifier = 1;
 }
 
+def Attn_KVSplitOp : Attn_Op<"kv_split", [Pure]> {
+  let summary = "The part of a query tile's KV tiles that the block's split visits";
+  let description = [{
+    Split-KV in a kernel with packed rows (the decode family). With S =
+    the `kv_splits` kernel parameter, the grid's x axis is split-major
+    (`x = split * query_tiles + m_block`), and the tiles `[begin, end)` are
+    cut into S runs of `ceil((end - begin) / S)` consecutive tiles; the
+    block visits run `split` (empty past the end) and the unmasked tiles
+    within it. With S > 1, `attn.epilogue` writes each split's normalised
+    fp32 O and its LSE to the `o_partial` / `lse_partial` workspaces, which
+    the plan's combine kernel merges (KernelABI.h).
+
+    ```mlir
+    %b1, %ub1, %ue1, %e1 = attn.kv_split %b, %ub, %ue, %e
+    ```
+  }];
+  let arguments = (ins Index:$begin, Index:$unmasked_begin,
+                       Index:$unmasked_end, Index:$end);
+  let results = (outs Index:$split_begin, Index:$split_unmasked_begin,
+                      Index:$split_unmasked_end, Index:$split_end);
+  let assemblyFormat = [{
+    $begin `,` $unmasked_begin `,` $unmasked_end `,` $end attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_SoftmaxScaleOp : Attn_Op<"softmax_scale", [Pure]> {
   let summary = "The run-time softmax scale (a kernel parameter)";
   let description = [{
