@@ -45,9 +45,13 @@ py::dict compileKernel(const std::string &source,
                        const std::optional<int64_t> &warps,
                        const std::optional<bool> &qInRegs,
                        const std::string &cubinFile,
-                       const std::string &ptxas) {
+                       const std::string &ptxas, const std::string &family,
+                       const std::optional<int64_t> &kvWarps) {
   CompileOptions options;
-  options.pins = {tileM, tileN, stages, warps, qInRegs};
+  std::optional<attn::ConfigFamily> parsed = attn::parseConfigFamily(family);
+  if (!parsed)
+    raise("family must be 'prefill' or 'decode', got '" + family + "'");
+  options.pins = {tileM, tileN, stages, warps, qInRegs, *parsed, kvWarps};
   options.cubinFileName = cubinFile;
   options.ptxasPath = ptxas;
   if (isa) {
@@ -117,6 +121,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("tile_n") = py::none(), py::arg("stages") = py::none(),
         py::arg("warps") = py::none(), py::arg("q_in_regs") = py::none(),
         py::arg("cubin_file") = "kernel.cubin", py::arg("ptxas") = "",
+        py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
         "Compiles kernel-level attn IR text: {name, ptx, cubin, plan, "
         "report, warnings}. Raises FlashTileError with the diagnostics.");
   m.def("find_ptxas", &findPtxasPath,

@@ -60,7 +60,7 @@ static AttnSelectConfigOptions toPassOptions(const ConfigOverrides &pins) {
   options.warps = pins.warps.value_or(0);
   options.qInRegs = pins.qInRegs ? int(*pins.qInRegs) : -1;
   options.kvWarps = pins.kvWarps.value_or(0);
-  options.family = stringifyKernelFamily(pins.family).str();
+  options.family = stringifyConfigFamily(pins.family).str();
   return options;
 }
 
@@ -81,7 +81,7 @@ LogicalResult flashtile::runTilePipeline(ModuleOp module,
           [&] { return kernel.emitError() << "invalid config: "; },
           module.getContext(), *pins.tileM, *pins.tileN, *pins.stages,
           *pins.warps, *pins.qInRegs, pins.kvWarps.value_or(1),
-          pins.family == KernelFamily::Decode);
+          pins.family == ConfigFamily::Decode);
       if (!config)
         return failure();
       kernel.setConfigAttr(config);

@@ -3,6 +3,9 @@
 * ``flashtile.attention(q, k, v, score_mod=..., mask_mod=...)``: attention on
   torch tensors in SDPA's layout, with hooks written as Python functions;
   compiled on first use through the cache, launched through the runtime.
+  Decode steps and short queries take the decode family.
+* ``flashtile.decode(q, k_cache, v_cache, ...)``: a decode step over a KV
+  cache in FlashAttention-2's layout (flash_attn_with_kvcache's names).
 * ``flashtile.compile(...)``: a kernel's PTX, cubin, launch plan and report
   (``flashtile.compiler``; the cache under $FLASHTILE_CACHE_DIR).
 * ``flashtile.hooks``: the tracing of hook functions into ``attn`` IR, in
@@ -35,7 +38,7 @@ from .hooks import (Scalar, TensorSpec, abs, batch_size, ceil, cos, erf,
                     minimum, pow, rsqrt, scalar, seqlen_k, seqlen_q, sin,
                     sqrt, tanh, to_float, to_index, where)
 from .compiler import CompiledKernel, compile
-from .attention import BlockMask, attention, create_block_mask
+from .attention import BlockMask, attention, create_block_mask, decode
 
 
 def torch_op(compiled):
@@ -46,7 +49,8 @@ def torch_op(compiled):
 
 __all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
            "Scalar", "TensorSpec", "abs", "attention", "batch_size", "ceil",
-           "compile", "cos", "create_block_mask", "erf", "exp", "exp2",
+           "compile", "cos", "create_block_mask", "decode", "erf", "exp",
+           "exp2",
            "floor", "heads_kv", "heads_q", "log", "log2", "maximum",
            "minimum", "pow", "rsqrt", "scalar", "seqlen_k", "seqlen_q", "sin",
            "sqrt", "tanh", "to_float", "to_index", "torch_op", "where"]

@@ -7,6 +7,14 @@ f16 CUDA tensors, with Hq a multiple of Hkv (GQA). The kernel is compiled
 on first use through the cache (flashtile.compile) and launched through the
 one runtime on torch's current stream. A block mask built once with
 flashtile.create_block_mask is reused by every call given it.
+
+A call whose query rows, counted over the query heads of one KV head
+(Sq * Hq / Hkv), fit DECODE_ROWS runs the decode family: the query heads of
+one KV head packed into a 16-row tile, warps splitting each KV tile, and the
+KV sequence split over more blocks when the batch leaves SMs idle. The
+choice is made per call, from the shapes, because the two families' speed
+depends on them (a compile-time choice would be wrong for one of them).
+flashtile.decode is the inference call in FlashAttention-2's layout.
 """
 
 from . import FlashTileError
@@ -14,7 +22,13 @@ from . import _sinks
 from . import compiler as _compiler
 from . import hooks as _hooks
 
-__all__ = ["attention", "create_block_mask", "BlockMask", "device_arch"]
+__all__ = ["attention", "decode", "create_block_mask", "BlockMask",
+           "device_arch", "DECODE_ROWS"]
+
+# The packed rows (Sq * Hq / Hkv) up to which flashtile.attention takes the
+# decode family: two of its 16-row tiles. Above that, the prefill family's
+# 128-row tiles read each K/V tile for more rows.
+DECODE_ROWS = 32
 
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
 _compiled = {}
@@ -48,13 +62,15 @@ def _check(q, k, v):
 
 
 def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
-            sink=None):
-    """The compiled kernel for this call's dtype, head dims and hooks: from
-    memory after the first call (the runtime checks every call's tensors)."""
+            sink=None, family="prefill"):
+    """The compiled kernel for this call's dtype, head dims, hooks and
+    family: from memory after the first call (the runtime checks every
+    call's tensors)."""
     window = tuple(window) if window is not None else None
     try:
         fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
-                bool(causal), window, score_mod, mask_mod, sink, arch, isa)
+                bool(causal), window, score_mod, mask_mod, sink, arch, isa,
+                family)
         hit = _compiled.get(fast)
     except (AttributeError, IndexError, TypeError):
         fast, hit = None, None
@@ -69,27 +85,46 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
     compiled = _compiler.compile(
         q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
         window=window, score_mod=score_mod, mask_mod=mask_mod, arch=target,
-        isa=target_isa, sink=sink)
+        isa=target_isa, sink=sink, family=family)
     key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
-           mask_mod, sink, target, target_isa)
+           mask_mod, sink, target, target_isa, family)
     compiled.runtime_kernel()  # loaded once, here
     if fast is not None:
         _compiled[fast] = (compiled, key)
     return compiled, key
 
 
+def _family(rows, heads_q, heads_kv, mask_mod):
+    """The family of a call with `rows` queries per head: decode when its
+    packed rows fit DECODE_ROWS. A mask_mod keeps the prefill family, whose
+    tiles skip what the mask drops (the decode family's mix heads and
+    positions, so it evaluates the mask on every key)."""
+    if mask_mod is not None or heads_kv <= 0 or heads_q % heads_kv:
+        return "prefill"
+    return "decode" if rows * (heads_q // heads_kv) <= DECODE_ROWS else "prefill"
+
+
 def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
-             arch, isa):
+             arch, isa, family=None, layout="bhsd"):
     """The compiled kernel of a call, its memo key, and the runtime call's
     arguments: the (B, S, H, D) views and the extras as the hooks capture
-    them now. `sinks` is read through the one sink hook (_sinks.py)."""
+    them now. `sinks` is read through the one sink hook (_sinks.py).
+    `layout` is the tensors' ("bhsd": SDPA's, "bshd": FlashAttention's)."""
     sink = None
     if sinks is not None:
         _sinks.sinks = sinks
         sink = _sinks.sink
+    if layout == "bhsd":
+        args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    else:
+        args = (q, k, v)
+    if family is None:
+        family = _family(args[0].shape[1], args[0].shape[2],
+                         args[1].shape[2], mask_mod)
+    # The kernel is keyed by what _kernel reads: the last dims and dtypes,
+    # the same in both layouts.
     compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa, sink)
-    args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+                            arch, isa, sink, family)
     kwargs = (_hooks.read_captures((score_mod, mask_mod, sink),
                                    compiled.extras)
               if compiled.extras else {})
@@ -118,7 +153,7 @@ def create_block_mask(q, k, v, *, mask_mod, causal=False, window=None,
     same arguments as flashtile.attention) and returns it."""
     compiled, key, args, kwargs = _prepare(q, k, v, causal, window, scale,
                                            score_mod, mask_mod, sinks, arch,
-                                           isa)
+                                           isa, family="prefill")
     prepared = compiled.runtime_kernel().prepare(*args, **kwargs)
     return BlockMask(prepared, key, (tuple(q.shape), tuple(k.shape)))
 
@@ -149,3 +184,44 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
         out, lse = compiled.runtime_kernel()(*args, **kwargs)
     out = out.transpose(1, 2)
     return (out, lse) if return_lse else out
+
+
+def decode(q, k_cache, v_cache, *, softmax_scale=None, causal=False,
+           window_size=(-1, -1), score_mod=None, sinks=None, num_splits=0,
+           return_softmax_lse=False, out=None, arch=None, isa=None):
+    """Attention of new queries over a KV cache, in FlashAttention-2's
+    layout and argument names (flash_attn_with_kvcache): q (B, Sq, Hq, D),
+    k_cache and v_cache (B, Sk, Hkv, D) / (B, Sk, Hkv, Dv); returns out
+    (B, Sq, Hq, Dv) and, with return_softmax_lse, the LSE (B, Hq, Sq).
+    Always the decode family (packed GQA rows, KV warps, split-KV):
+
+    * causal is bottom-right aligned (query i sees keys up to Sk - Sq + i),
+      as for speculative decoding; window_size (left, right) likewise;
+    * num_splits = 0 picks the KV split count from the GPU's SM count (FA2's
+      rule); num_splits > 0 fixes it, so that the launch (grid, workspaces)
+      depends only on the shapes: what a CUDA graph captured once for
+      varying lengths needs;
+    * sinks, a float32 (Hq,) tensor: a learned logit per query head joins
+      every row's softmax denominator (gpt-oss), once, in the combine;
+    * score_mod: a hook, as in flashtile.attention (q_idx and h are the
+      query's position and head, though heads share a tile).
+
+    Paged caches (block_table), per-sequence lengths (cache_seqlens) and
+    appending k / v are not supported yet."""
+    window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
+    compiled, _, args, kwargs = _prepare(
+        q, k_cache, v_cache, causal, window, softmax_scale, score_mod, None,
+        sinks, arch, isa, family="decode", layout="bshd")
+    if out is not None:
+        kwargs["o"] = out
+    if not isinstance(num_splits, int) or num_splits < 0:
+        raise FlashTileError(
+            f"num_splits must be an int >= 0 (0: chosen from the GPU), got "
+            f"{num_splits!r}")
+    kernel = compiled.runtime_kernel()
+    if num_splits:
+        result, lse = kernel.launch(*args, sizes={"kv_splits": num_splits},
+                                    **kwargs)
+    else:
+        result, lse = kernel(*args, **kwargs)
+    return (result, lse) if return_softmax_lse else result

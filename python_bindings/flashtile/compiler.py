@@ -108,18 +108,27 @@ class KernelRequest:
                  window=None, scale=None, score_mod=None, mask_mod=None,
                  arch="sm_120", isa=None, tile_m=None, tile_n=None,
                  stages=None, warps=None, q_in_regs=None,
-                 name="flashtile_attention", captures=None, sink=None):
+                 name="flashtile_attention", captures=None, sink=None,
+                 family="prefill", kv_warps=None):
         if not isinstance(head_dim, int) or isinstance(head_dim, bool):
             raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
+        if family not in ("prefill", "decode"):
+            raise FlashTileError(
+                f"family must be 'prefill' or 'decode', got {family!r}")
         self.ir, self.extras = _hooks.kernel_ir(
             name, head_dim, dtype=dtype, head_dim_v=head_dim_v,
             causal=causal, window=window, scale=scale, score_mod=score_mod,
             mask_mod=mask_mod, arch=arch, captures=captures, sink=sink)
         self.arch = arch
         self.isa = isa
+        # The prefill family is the default and stays out of the pins (and
+        # so out of the cache key of every prefill kernel).
         self.pins = {k: v for k, v in (("tile_m", tile_m), ("tile_n", tile_n),
                                        ("stages", stages), ("warps", warps),
-                                       ("q_in_regs", q_in_regs))
+                                       ("q_in_regs", q_in_regs),
+                                       ("kv_warps", kv_warps),
+                                       ("family", None if family == "prefill"
+                                        else family))
                      if v is not None}
         # What `python -m flashtile prebuild` takes to build this kernel.
         entry = {"head_dim": head_dim, "dtype": dtype, "causal": bool(causal)}
@@ -146,7 +155,9 @@ class KernelRequest:
                             f"{'/' + str(head_dim_v) if head_dim_v else ''}"
                             f"{' causal' if causal else ''}"
                             f"{f' window={tuple(window)}' if window else ''}"
-                            f"{' ' + hooks if hooks else ''} for {arch}"
+                            f"{' ' + hooks if hooks else ''}"
+                            f"{' (decode family)' if family == 'decode' else ''}"
+                            f" for {arch}"
                             f"{f' (isa {isa})' if isa else ''}")
 
 
@@ -352,12 +363,16 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             window=None, scale=None, score_mod=None, mask_mod=None,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
             warps=None, q_in_regs=None, name="flashtile_attention",
-            cache=None, verbose=None, sink=None):
+            cache=None, verbose=None, sink=None, family="prefill",
+            kv_warps=None):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
     tile parameters pin the configuration; `sink(b, h)` gives an attention
-    sink's logit. Returns a CompiledKernel."""
+    sink's logit. `family="decode"` builds the decode family: a 16-row tile
+    of packed GQA rows with KV warps, and split-KV with a combine kernel,
+    for decode steps and short queries. Returns a CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
-                            tile_n, stages, warps, q_in_regs, name, sink=sink)
+                            tile_n, stages, warps, q_in_regs, name, sink=sink,
+                            family=family, kv_warps=kv_warps)
     return compile_request(request, cache=cache, verbose=verbose)

@@ -257,7 +257,7 @@ static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
   pins.stages = pin(stages);
   pins.warps = pin(warps);
   pins.kvWarps = pin(kvWarps);
-  std::optional<KernelFamily> parsed = parseKernelFamily(family);
+  std::optional<ConfigFamily> parsed = parseConfigFamily(family);
   if (!parsed)
     return emitError(UnknownLoc::get(&ctx))
            << "--family must be prefill or decode, got '" << family << "'";

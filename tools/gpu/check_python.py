@@ -177,6 +177,72 @@ def run_sinks():
     return passed == total
 
 
+def run_decode():
+    """flashtile.decode (FA2's layout, the decode family) against float64:
+    GQA ratios 1, 4 and 8, Sq = 1 and 4 (bottom-right causal), odd cache
+    lengths, a softcap hook, sinks, a sliding window, the split count chosen
+    and fixed (num_splits=3); outputs poisoned first."""
+    gen = torch.Generator().manual_seed(4)
+    total = passed = 0
+    cases = [  # dtype, d, causal, window, hook, sinks, (B, Hq, Hkv, Sq, Sk)
+        (torch.bfloat16, 128, True, None, None, False, (3, 8, 8, 1, 1000)),
+        (torch.bfloat16, 128, True, None, None, False, (2, 32, 4, 1, 777)),
+        (torch.bfloat16, 128, True, None, None, False, (4, 16, 2, 4, 513)),
+        (torch.bfloat16, 128, True, None, None, False, (1, 8, 1, 1, 4097)),
+        (torch.bfloat16, 128, True, None, None, True, (2, 32, 4, 1, 777)),
+        (torch.bfloat16, 128, True, None, None, True, (1, 8, 1, 4, 4097)),
+        (torch.bfloat16, 128, False, None, "softcap", False, (2, 32, 4, 1, 777)),
+        (torch.bfloat16, 64, False, None, "softcap", False, (5, 8, 1, 1, 1)),
+        (torch.float16, 64, True, (100, 0), None, False, (2, 16, 2, 1, 999)),
+        (torch.float16, 64, True, (100, 0), None, False, (2, 16, 2, 4, 300)),
+    ]
+    for dtype, d, causal, window, hook, with_sinks, shape in cases:
+        B, Hq, Hkv, Sq, Sk = shape
+        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+        q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
+        k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
+        v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
+        sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV) if with_sinks else None
+        score_mod = getattr(H, hook) if hook else None
+        mask_mod = None
+        if window is not None:
+            left, right = window
+
+            def mask_mod(b, h, qi, ki, left=left, right=right, off=Sk - Sq):
+                return (ki >= qi + off - left) & (ki <= qi + off + right)
+        ref, ref_lse = reference(q.transpose(1, 2), k.transpose(1, 2),
+                                 v.transpose(1, 2), causal, score_mod, mask_mod,
+                                 1 / math.sqrt(d))
+        if sinks is not None:
+            sink = sinks.double().view(1, Hq, 1)
+            total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
+            ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
+            ref_lse = total_lse
+        for splits in (0, 3):
+            total += 1
+            poison()
+            out, lse = flashtile.decode(
+                q, k, v, causal=causal, window_size=window or (-1, -1),
+                score_mod=score_mod, sinks=sinks, num_splits=splits,
+                return_softmax_lse=True, arch=ARCH)
+            err = ((out.transpose(1, 2).double() - ref).abs().max()
+                   / ref.abs().max().clamp_min(1e-30)).item()
+            finite = torch.isfinite(ref_lse)
+            lse_err = (lse.double()[finite] - ref_lse[finite]).abs().max().item() \
+                if finite.any() else 0.0
+            same_inf = torch.equal(torch.isinf(lse), ~finite)
+            ok = (err < tol and lse_err < 1e-3 and same_inf
+                  and not torch.isnan(out).any().item())
+            passed += ok
+            label = (f"decode_{str(dtype)[6:]}_d{d}{'_c' if causal else ''}"
+                     f"{'_w' if window else ''}{'_' + hook if hook else ''}"
+                     f"{'_sinks' if with_sinks else ''}_splits{splits}")
+            print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk}':22} {err:9.2e} "
+                  f"{lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
+    print(f"{passed}/{total} decode cases passed")
+    return passed == total
+
+
 def run_torch_integration():
     """The torch op under torch.compile(fullgraph=True), a CUDA graph replay
     of flashtile.attention, and backward's error."""
@@ -397,6 +463,7 @@ def main():
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
     ok = run_checks()
     ok = run_sinks() and ok
+    ok = run_decode() and ok
     ok = run_torch_integration() and ok
     ok = run_transformers() and ok
     if not args.check_only:

@@ -144,7 +144,8 @@ fi
 if want sanitize; then
 : > "$out/sanitize.txt"
 sanitize_status=0
-for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50; do
+for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50 \
+         decode_bf16_d128_causal decode_f16_d128_window100_50; do
   [ -e "$kernels/$k.plan.json" ] || { echo "== $k: no plan" >> "$out/sanitize.txt"; continue; }
   for tool in memcheck racecheck; do
     timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \

@@ -46,15 +46,15 @@ static constexpr int64_t kDecodeStages[] = {1, 2, 3, 4};
 static constexpr int64_t kDecodeBlocksPerSM = 2;
 static constexpr double kDecodeInFlightBytes = 64 * 1024;
 
-StringRef attn::stringifyKernelFamily(KernelFamily family) {
-  return family == KernelFamily::Decode ? "decode" : "prefill";
+StringRef attn::stringifyConfigFamily(ConfigFamily family) {
+  return family == ConfigFamily::Decode ? "decode" : "prefill";
 }
 
-std::optional<KernelFamily> attn::parseKernelFamily(StringRef name) {
+std::optional<ConfigFamily> attn::parseConfigFamily(StringRef name) {
   if (name == "prefill")
-    return KernelFamily::Prefill;
+    return ConfigFamily::Prefill;
   if (name == "decode")
-    return KernelFamily::Decode;
+    return ConfigFamily::Decode;
   return std::nullopt;
 }
 
@@ -119,7 +119,7 @@ static void forEachShape(
   auto space = [](ArrayRef<int64_t> defaults, std::optional<int64_t> pinned) {
     return pinned ? SmallVector<int64_t>{*pinned} : llvm::to_vector(defaults);
   };
-  if (overrides.family == KernelFamily::Decode) {
+  if (overrides.family == ConfigFamily::Decode) {
     for (int64_t kvWarps : space(kDecodeKvWarps, overrides.kvWarps))
       for (int64_t tileN : space(kDecodeTileNs, overrides.tileN))
         for (int64_t stages : space(kDecodeStages, overrides.stages))
@@ -162,7 +162,7 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
 
   SmallVector<ConfigCandidate> candidates;
   MLIRContext *ctx = kernel.getContext();
-  bool decode = overrides.family == KernelFamily::Decode;
+  bool decode = overrides.family == ConfigFamily::Decode;
   forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
                               int64_t warps, int64_t kvWarps) {
     if (explainInvalidConfig(tileM, tileN, stages, warps, kvWarps))
@@ -272,7 +272,7 @@ struct AttnSelectConfigPass
                          << " is invalid: give 0 or 1, or -1 to search";
       return signalPassFailure();
     }
-    std::optional<KernelFamily> kernelFamily = parseKernelFamily(family);
+    std::optional<ConfigFamily> kernelFamily = parseConfigFamily(family);
     if (!kernelFamily) {
       kernel.emitError() << "attn-select-config option family = '" << family
                          << "' is invalid: give prefill or decode";

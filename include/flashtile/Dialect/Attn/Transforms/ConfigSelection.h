@@ -51,7 +51,7 @@
 // overrule it.
 //
 //
-// The decode family (KernelFamily::Decode) searches its own space: a 16-row
+// The decode family (ConfigFamily::Decode) searches its own space: a 16-row
 // tile of packed rows (pack_gqa), 4 or 2 warps, all of them KV warps, tile_n
 // 64/128/32 and 1-4 stages, Q in registers first. A decode step reads every K/V
 // byte once and computes little on it, so its score is not the mma model
@@ -82,7 +82,7 @@
 namespace flashtile::attn {
 
 /// The kernel families config selection searches.
-enum class KernelFamily {
+enum class ConfigFamily {
   /// 128/64-row query tiles, warps stacked along M (FlashAttention-2).
   Prefill,
   /// A 16-row tile of packed (position, head) rows of one KV head, with KV
@@ -92,19 +92,19 @@ enum class KernelFamily {
 };
 
 /// "prefill", "decode".
-llvm::StringRef stringifyKernelFamily(KernelFamily family);
-std::optional<KernelFamily> parseKernelFamily(llvm::StringRef name);
+llvm::StringRef stringifyConfigFamily(ConfigFamily family);
+std::optional<ConfigFamily> parseConfigFamily(llvm::StringRef name);
 
 /// Parameters the user pinned; the others are searched.
 struct ConfigOverrides {
   std::optional<int64_t> tileM, tileN, stages, warps;
   std::optional<bool> qInRegs;
-  KernelFamily family = KernelFamily::Prefill;
+  ConfigFamily family = ConfigFamily::Prefill;
   std::optional<int64_t> kvWarps;
   /// Whether every parameter of the family is pinned.
   bool isFullyPinned() const {
     return tileM && tileN && stages && warps && qInRegs &&
-           (family == KernelFamily::Prefill || kvWarps);
+           (family == ConfigFamily::Prefill || kvWarps);
   }
 };
 
