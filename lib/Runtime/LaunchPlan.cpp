@@ -977,7 +977,8 @@ std::string flashtile::plan::toString(const Expr &expr) {
     return expr.name;
   case Op::CeilDiv:
   case Op::Min:
-  case Op::Max: {
+  case Op::Max:
+  case Op::KVSplits: {
     std::string s = concat(stringifyExprOp(expr.op), "(");
     for (size_t i = 0; i < expr.operands.size(); ++i)
       s += (i ? ", " : "") + toString(expr.operands[i]);
@@ -1008,7 +1009,7 @@ std::string flashtile::plan::toString(const Expr &expr) {
     const Expr &operand = expr.operands[i];
     bool leaf = operand.op == Op::Const || operand.op == Op::Name ||
                 operand.op == Op::CeilDiv || operand.op == Op::Min ||
-                operand.op == Op::Max;
+                operand.op == Op::Max || operand.op == Op::KVSplits;
     std::string text = toString(operand);
     s += (i ? symbol : "") + (leaf ? text : "(" + text + ")");
   }

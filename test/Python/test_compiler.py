@@ -7,6 +7,7 @@ Needs the full build (flashtile._compiler) and ptxas; no torch, no GPU.
 """
 
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -80,6 +81,42 @@ class CacheTest(unittest.TestCase):
         pinned = ftc.KernelRequest(64, causal=True, score_mod=softcap,
                                    tile_m=64)
         self.assertNotEqual(key, ftc.cache_key(pinned, "V13.0.88"))
+
+    def test_decode_family(self):
+        # The decode family is its own kernel: a packed 16-row tile with KV
+        # warps, split-KV with its combine kernel, in the plan's dispatch.
+        prefill = self.build()
+        decode = self.build(family="decode")
+        self.assertNotEqual(prefill.key, decode.key)
+        self.assertIn("kv_warps=4 pack_gqa=true", decode.report)
+        self.assertIn(".entry flashtile_attention_combine(", decode.ptx)
+        self.assertEqual([k["symbol"] for k in decode.metadata["kernels"]],
+                         ["flashtile_attention",
+                          "flashtile_attention_combine"])
+        self.assertEqual(decode.metadata["derived"][0]["name"], "kv_splits")
+        # The prefill family stays out of the key and the manifest entry.
+        request = ftc.KernelRequest(64, causal=True, score_mod=softcap)
+        self.assertNotIn("family", request.pins)
+        self.assertNotIn("family", request.manifest_entry)
+        request = ftc.KernelRequest(64, causal=True, family="decode")
+        self.assertEqual(request.manifest_entry["family"], "decode")
+        self.assertIn("(decode family)", request.description)
+        with self.assertRaises(FlashTileError) as e:
+            self.build(family="draft")
+        self.assertIn("family must be 'prefill' or 'decode', got 'draft'",
+                      str(e.exception))
+
+    def test_attention_picks_the_family_from_the_shapes(self):
+        # Packed rows Sq * Hq / Hkv up to DECODE_ROWS take the decode family;
+        # a mask_mod keeps the prefill family's tile skipping.
+        module = importlib.import_module("flashtile.attention")
+        self.assertEqual(module.DECODE_ROWS, 32)
+        self.assertEqual(module._family(1, 32, 8, None), "decode")
+        self.assertEqual(module._family(8, 32, 8, None), "decode")
+        self.assertEqual(module._family(9, 32, 8, None), "prefill")
+        self.assertEqual(module._family(1, 32, 32, None), "decode")
+        self.assertEqual(module._family(1, 32, 8, softcap), "prefill")
+        self.assertEqual(module._family(1, 6, 4, None), "prefill")
 
     def test_new_compiler_version_misses(self):
         self.build()

@@ -407,6 +407,55 @@ TEST(LaunchPlanTest, EvaluationErrors) {
   EXPECT_EQ(error, "unknown size 'missing'");
 }
 
+TEST(LaunchPlanTest, KVSplitsAndDerivedSizes) {
+  using O = Expr::Op;
+  // FA2's rule on the device's SM count (SplitKVTest covers the rule).
+  Expr rule = op(O::KVSplits, {n("blocks"), n("tiles"), c(1), c(128)});
+  std::string error;
+  Env env{{"blocks", 32}, {"tiles", 128}, {"num_sms", 132}};
+  EXPECT_EQ(evaluate(rule, env, error), 4) << error;
+  env["blocks"] = 256;
+  EXPECT_EQ(evaluate(rule, env, error), 1) << error;
+  env.erase("num_sms");
+  EXPECT_FALSE(evaluate(rule, env, error));
+  EXPECT_EQ(error, "'kv_splits' needs the device's multiprocessor count");
+  EXPECT_FALSE(evaluate(op(O::KVSplits, {c(1), c(2)}), env, error));
+  EXPECT_EQ(error, "'kv_splits' has 2 operands, expected 4");
+  EXPECT_EQ(toString(op(O::Mul, {rule, c(2)})),
+            "kv_splits(blocks, tiles, 1, 128) * 2");
+
+  // A derived size reads sizes and num_sms, later fields read it, and it
+  // round-trips.
+  std::string json = replaced(
+      "\"workspaces\": [",
+      "\"derived\": [{\"name\": \"splits\", \"value\": {\"kv_splits\": "
+      "[\"batch\", \"seqlen_k\", 1, 128]}}],\n  \"workspaces\": [");
+  std::optional<LaunchPlan> plan = parseJson(json, error);
+  ASSERT_TRUE(plan) << error;
+  ASSERT_EQ(plan->derived.size(), 1u);
+  EXPECT_EQ(plan->derived[0].name, "splits");
+  std::optional<LaunchPlan> again = parseJson(writeJson(*plan), error);
+  ASSERT_TRUE(again) << error;
+  EXPECT_EQ(writeJson(*again), writeJson(*plan));
+
+  // kv_splits reads num_sms: only derived sizes and dispatch may use it.
+  EXPECT_EQ(parseError(replaced("{\"ge\": [\"heads_kv\", 1]}",
+                                "{\"ge\": [{\"kv_splits\": [1, 2, 1, 8]}, "
+                                "1]}")),
+            "checks[0].condition: 'kv_splits' may only be used in derived "
+            "sizes and dispatch conditions");
+  EXPECT_EQ(parseError(replaced(
+                "\"workspaces\": [",
+                "\"derived\": [{\"name\": \"batch\", \"value\": 1}],\n  "
+                "\"workspaces\": [")),
+            "derived[0].name: duplicate size name 'batch'");
+  EXPECT_EQ(parseError(replaced(
+                "\"workspaces\": [",
+                "\"derived\": [{\"name\": \"x\", \"value\": \"y\"}],\n  "
+                "\"workspaces\": [")),
+            "derived[0].value: unknown size 'y'");
+}
+
 TEST(LaunchPlanTest, PrintsExpressions) {
   using O = Expr::Op;
   EXPECT_EQ(toString(op(O::Mul, {op(O::Add, {n("a"), c(1)}), n("b")})),

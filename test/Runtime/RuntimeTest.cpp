@@ -420,6 +420,51 @@ TEST_F(RuntimeTest, LaunchWithoutADriverFailsCleanly) {
   EXPECT_EQ(error.rfind("no CUDA driver", 0), 0u) << error;
 }
 
+TEST(RuntimeDerivedTest, DerivedSizesAndTheirOverrides) {
+  // The example with a derived split count (FA2's rule on the SM count)
+  // that sizes its workspace, as a split-KV plan has it.
+  std::string json = test::getExamplePlanJson();
+  std::string from = "\"workspaces\": [{\"name\": \"partials\", \"bytes\": "
+                     "{\"mul\": [\"batch\", 4]}}]";
+  ASSERT_NE(json.find(from), std::string::npos);
+  json.replace(json.find(from), from.size(),
+               "\"derived\": [{\"name\": \"kv_splits\", \"value\": "
+               "{\"kv_splits\": [\"batch\", {\"ceil_div\": [\"seqlen_k\", "
+               "1]}, 1, 128]}}],\n  \"workspaces\": [{\"name\": \"partials\", "
+               "\"bytes\": {\"mul\": [\"kv_splits\", 4]}}]");
+  std::unique_ptr<KernelFamily> family = makeFamily(json);
+  ASSERT_TRUE(family);
+  Args args;
+  std::string error;
+  CheckedLaunch checked;
+  // One block over 132 SMs, 7 KV tiles: as many splits as tiles.
+  ASSERT_TRUE(family->check(args.values, error, &checked, 132)) << error;
+  EXPECT_EQ(checked.sizes.at("kv_splits"), 7);
+  EXPECT_EQ(checked.workspaceBytes, std::vector<int64_t>{28});
+  // Without the SM count the rule cannot run: an error that says why.
+  EXPECT_FALSE(family->check(args.values, error, &checked));
+  EXPECT_EQ(error, "the size kv_splits = kv_splits(batch, ceil_div(seqlen_k, "
+                   "1), 1, 128) cannot be computed: 'kv_splits' needs the "
+                   "device's multiprocessor count");
+  // A fixed split count replaces the rule (CUDA graphs), with or without it.
+  LaunchOptions fixed;
+  fixed.sizes["kv_splits"] = 3;
+  ASSERT_TRUE(family->check(args.values, error, &checked, std::nullopt,
+                            &fixed))
+      << error;
+  EXPECT_EQ(checked.sizes.at("kv_splits"), 3);
+  EXPECT_EQ(checked.workspaceBytes, std::vector<int64_t>{12});
+  // Overrides name derived sizes and are positive.
+  LaunchOptions bad;
+  bad.sizes["batch"] = 2;
+  EXPECT_FALSE(family->check(args.values, error, &checked, 132, &bad));
+  EXPECT_EQ(error, "launch option sizes[batch]: flash_fwd has no derived "
+                   "size 'batch'");
+  bad.sizes = {{"kv_splits", 0}};
+  EXPECT_FALSE(family->check(args.values, error, &checked, 132, &bad));
+  EXPECT_EQ(error, "launch option sizes[kv_splits] = 0 must be positive");
+}
+
 TEST(RuntimeNoDispatchTest, EmptyLaunchNeedsNoDriverAndErrorsComeFirst) {
   // The example without its dispatch rule: launches check before opening
   // the driver, and an empty grid launches nothing.

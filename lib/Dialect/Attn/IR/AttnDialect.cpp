@@ -86,7 +86,8 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
                                                      int64_t tileN,
                                                      int64_t stages,
                                                      int64_t warps,
-                                                     int64_t kvWarps) {
+                                                     int64_t kvWarps,
+                                                     bool packGqa) {
   std::string message;
   llvm::raw_string_ostream os(message);
   if (warps < 1 || warps > 16 || !llvm::isPowerOf2_64(warps))
@@ -107,6 +108,11 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
        << (kvWarps > 1 ? " times kv_warps" : "") << ") from 16 to 256";
   else if (stages < 1 || stages > 4)
     os << "stages = " << stages << " must be from 1 to 4";
+  else if (packGqa != (kvWarps > 1))
+    os << "kv_warps = " << kvWarps << " with pack_gqa = "
+       << (packGqa ? "true" : "false")
+       << ": KV warps and packed GQA rows go together (the decode family: "
+          "pack_gqa = true with kv_warps > 1)";
   else
     return std::nullopt;
   return message;
@@ -114,9 +120,10 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
 
 LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t tileM, int64_t tileN, int64_t stages,
-                                 int64_t warps, bool, int64_t kvWarps, bool) {
+                                 int64_t warps, bool, int64_t kvWarps,
+                                 bool packGqa) {
   if (std::optional<std::string> problem =
-          explainInvalidConfig(tileM, tileN, stages, warps, kvWarps))
+          explainInvalidConfig(tileM, tileN, stages, warps, kvWarps, packGqa))
     return emitError() << *problem;
   return success();
 }

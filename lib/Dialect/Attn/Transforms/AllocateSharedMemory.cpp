@@ -56,6 +56,10 @@ struct AttnAllocateSharedMemoryPass
              << ", stages = " << config.getStages()
              << ", warps = " << config.getWarps()
              << ", q_in_regs = " << (config.getQInRegs() ? "true" : "false")
+             << (config.getPackGqa()
+                     ? ", kv_warps = " + std::to_string(config.getKvWarps()) +
+                           ", pack_gqa = true"
+                     : std::string())
              << ")";
       for (const BufferPlacement &buffer : plan.getBuffers()) {
         Diagnostic &note = diag.attachNote(buffer.alloc.getLoc());

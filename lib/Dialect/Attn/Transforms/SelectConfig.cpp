@@ -165,7 +165,7 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   bool decode = overrides.family == ConfigFamily::Decode;
   forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
                               int64_t warps, int64_t kvWarps) {
-    if (explainInvalidConfig(tileM, tileN, stages, warps, kvWarps))
+    if (explainInvalidConfig(tileM, tileN, stages, warps, kvWarps, decode))
       return; // Not a well-formed config (e.g. 64 rows, 8 warps).
     for (bool qInRegs : kQInRegs) {
       if (!allowed(overrides.qInRegs, qInRegs))
@@ -232,7 +232,8 @@ FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
     forEachShape(overrides, [&](int64_t tileM, int64_t tileN, int64_t stages,
                                 int64_t warps, int64_t kvWarps) {
       if (reason.empty())
-        reason = explainInvalidConfig(tileM, tileN, stages, warps, kvWarps)
+        reason = explainInvalidConfig(tileM, tileN, stages, warps, kvWarps,
+                                      overrides.family == ConfigFamily::Decode)
                      .value_or(std::string());
     });
     diag.attachNote() << "no well-formed config matches the pinned values: "

@@ -696,3 +696,81 @@ attn.kernel @bad_extra_scalar arch(#attn.arch<sm_120>) attributes {arg_names = [
 attn.kernel @static_stride_extra arch(#attn.arch<sm_120>) attributes {arg_names = ["table"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %t: memref<4x8xi64>):
 }
+
+// -----
+
+// KV warps and packed GQA rows come together (the decode family).
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{kv_warps = 1 with pack_gqa = true: KV warps and packed GQA rows go together (the decode family: pack_gqa = true with kv_warps > 1)}}
+attn.kernel @packed_without_kv_warps arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 1, q_in_regs = true, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{tile_n = 32 must be a multiple of 64 (the K of the PV mma.m16n8k16 times kv_warps) from 16 to 256}}
+attn.kernel @kv_warps_slice_not_mma arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 32, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @kv_split_unpacked arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %begin, %ub, %ue, %end = attn.kv_bounds %m, %sq, %sk {tile_m = 64, tile_n = 64, window_left = -1, window_right = -1}
+  // expected-error @below {{splits KV in a kernel without packed rows: split-KV belongs to the decode family (pack_gqa)}}
+  %b1, %ub1, %ue1, %e1 = attn.kv_split %begin, %ub, %ue, %end
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @packed_copy_unpacked arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{copies packed rows in a kernel whose config has no pack_gqa}}
+  attn.copy_async %q[%b, %m, %h] -> %qs {packed} : !t -> memref<1x64x128xf16, 3>
+}
+
+// -----
+
+// KV warps merge through the epilogue's merge buffer: without one, the
+// partial states would be lost.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @kv_warps_without_merge arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x16x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<16xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<16x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{needs a merge buffer: the kernel's config has kv_warps = 4}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse
+    : !attn.frag<16x128xf32>, !attn.frag<16xf32>, !attn.frag<16xf32>, memref<1x16x128xf16, 3> -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @merge_wrong_shape arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x16x128xf16, 3>
+  %mg = attn.smem_alloc {name = "merge"} : memref<2x16x136xf32, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<16xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<16x128xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{merge buffer must be f32 4x16x136 (kv_warps x tile_m x (head_dim_v + 8)), got 'memref<2x16x136xf32, 3>'}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse merge %mg
+    : !attn.frag<16x128xf32>, !attn.frag<16xf32>, !attn.frag<16xf32>, memref<1x16x128xf16, 3> -> !t, !lse, memref<2x16x136xf32, 3>
+}
