@@ -18,6 +18,7 @@ flashtile.decode is the inference call in FlashAttention-2's layout.
 """
 
 from . import FlashTileError
+from . import _seqlens
 from . import _sinks
 from . import compiler as _compiler
 from . import hooks as _hooks
@@ -186,17 +187,22 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     return (out, lse) if return_lse else out
 
 
-def decode(q, k_cache, v_cache, *, softmax_scale=None, causal=False,
-           window_size=(-1, -1), score_mod=None, sinks=None, num_splits=0,
-           return_softmax_lse=False, out=None, arch=None, isa=None):
+def decode(q, k_cache, v_cache, *, cache_seqlens=None, softmax_scale=None,
+           causal=False, window_size=(-1, -1), score_mod=None, sinks=None,
+           num_splits=0, return_softmax_lse=False, out=None, arch=None,
+           isa=None):
     """Attention of new queries over a KV cache, in FlashAttention-2's
     layout and argument names (flash_attn_with_kvcache): q (B, Sq, Hq, D),
     k_cache and v_cache (B, Sk, Hkv, D) / (B, Sk, Hkv, Dv); returns out
     (B, Sq, Hq, Dv) and, with return_softmax_lse, the LSE (B, Hq, Sq).
     Always the decode family (packed GQA rows, KV warps, split-KV):
 
-    * causal is bottom-right aligned (query i sees keys up to Sk - Sq + i),
-      as for speculative decoding; window_size (left, right) likewise;
+    * cache_seqlens, an int32 (B,) tensor: the valid keys of each
+      sequence's cache (the rest of Sk is ignored and never read, tile by
+      tile); 0 gives O = 0 and LSE = -inf (or the sink);
+    * causal is bottom-right aligned (query i sees keys up to L - Sq + i,
+      L = cache_seqlens[b] or Sk), as for speculative decoding;
+      window_size (left, right) likewise (without cache_seqlens);
     * num_splits = 0 picks the KV split count from the GPU's SM count (FA2's
       rule); num_splits > 0 fixes it, so that the launch (grid, workspaces)
       depends only on the shapes: what a CUDA graph captured once for
@@ -206,12 +212,22 @@ def decode(q, k_cache, v_cache, *, softmax_scale=None, causal=False,
     * score_mod: a hook, as in flashtile.attention (q_idx and h are the
       query's position and head, though heads share a tile).
 
-    Paged caches (block_table), per-sequence lengths (cache_seqlens) and
-    appending k / v are not supported yet."""
+    Paged caches (block_table) and appending k / v are not supported
+    yet."""
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
+    mask_mod = None
+    if cache_seqlens is not None:
+        if window is not None:
+            raise FlashTileError(
+                "window_size with cache_seqlens is not supported yet")
+        # The lengths (and the causal alignment to them) are a mask_mod of
+        # the sequence: a key interval, so whole tiles past them are skipped.
+        _seqlens.cache_seqlens = cache_seqlens
+        mask_mod = _seqlens.causal_mask if causal else _seqlens.mask
+        causal = False
     compiled, _, args, kwargs = _prepare(
-        q, k_cache, v_cache, causal, window, softmax_scale, score_mod, None,
-        sinks, arch, isa, family="decode", layout="bshd")
+        q, k_cache, v_cache, causal, window, softmax_scale, score_mod,
+        mask_mod, sinks, arch, isa, family="decode", layout="bshd")
     if out is not None:
         kwargs["o"] = out
     if not isinstance(num_splits, int) or num_splits < 0:

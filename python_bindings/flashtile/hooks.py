@@ -487,7 +487,7 @@ maximum = _minmax("max")
 def _size(name):
     def fn():
         region = _region()
-        return region.emit(f'attn.size "{name}"', _INDEX)
+        return region.emit(f'attn.size "{name}" : index', _INDEX)
     fn.__name__ = name
     fn.__doc__ = f"The run-time {name} (attn.size)."
     return fn

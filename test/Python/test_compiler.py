@@ -106,6 +106,16 @@ class CacheTest(unittest.TestCase):
         self.assertIn("family must be 'prefill' or 'decode', got 'draft'",
                       str(e.exception))
 
+    def test_sizes_in_hooks_compile(self):
+        # attn.size reaches the parser whole (its type once went missing):
+        # a bottom-right causal mask written with the run-time sizes, in the
+        # decode family, where its key interval skips tiles.
+        def causal(b, h, q_idx, kv_idx):
+            return kv_idx <= q_idx + flashtile.seqlen_k() - flashtile.seqlen_q()
+        kernel = self.build(score_mod=None, mask_mod=causal, causal=False,
+                            family="decode")
+        self.assertIn(".entry flashtile_attention(", kernel.ptx)
+
     def test_attention_picks_the_family_from_the_shapes(self):
         # Packed rows Sq * Hq / Hkv up to DECODE_ROWS take the decode family;
         # a mask_mod keeps the prefill family's tile skipping.

@@ -105,8 +105,19 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
     Emitter &e = ctx.e;
     int64_t tileM = op.getTileM(), tileN = op.getTileN();
     Value first = e.mul(adaptor.getMBlock(), tileM);
-    Value last = e.smin(e.add(first, tileM - 1),
-                        e.sub(adaptor.getSeqlenQ(), e.i32(1)));
+    Value last;
+    if (ctx.packed()) {
+      // The positions of the first and last valid packed rows (the mask
+      // reads no head: ExpandToTiles builds no key range otherwise).
+      Value rows = e.mul(adaptor.getSeqlenQ(), ctx.groupSize());
+      last = ctx.unpackRow(
+                    e.smin(e.add(first, tileM - 1), e.sub(rows, e.i32(1))))
+                 .first;
+      first = ctx.unpackRow(first).first;
+    } else {
+      last = e.smin(e.add(first, tileM - 1),
+                    e.sub(adaptor.getSeqlenQ(), e.i32(1)));
+    }
     HookEmitter hooks(e, op);
     Value batch = adaptor.getBatch(), head = adaptor.getHead();
     SmallVector<Value> at0 = hooks.emitAll(op.getBody(), {batch, head, first});

@@ -255,10 +255,15 @@ void TileProgramBuilder::build() {
   // A mask_mod with a key interval skips the tiles it masks whole and runs
   // the ones it keeps whole without itself.
   bool maskBounded = false;
-  // Packed rows mix heads and positions in one tile, which the key interval
-  // (per query tile and head) and the block mask (per query tile) do not
-  // describe: the decode family runs the mask_mod on every visited tile.
-  if (hasMaskMod() && !config.getPackGqa()) {
+  // Packed rows mix heads and positions in one tile. The key interval is
+  // evaluated at a tile's first and last positions, so it serves them when
+  // the mask does not read the head (a per-sequence length, a window); the
+  // block mask (per query tile and head) never does. Otherwise the decode
+  // family runs the mask_mod on every visited tile.
+  bool packed = config.getPackGqa();
+  bool maskReadsHead =
+      hasMaskMod() && !attention.getMaskMod().front().getArgument(1).use_empty();
+  if (hasMaskMod() && !(packed && maskReadsHead)) {
     auto keyRange = KeyRangeOp::create(
         b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
         range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
@@ -274,8 +279,9 @@ void TileProgramBuilder::build() {
       maskBounded = true;
       unmaskedNeedsMaskMod = !*exact;
     }
-    // What the compiler cannot bound, a run-time block mask does.
-    if (failed(exact) || !*exact) {
+    // What the compiler cannot bound, a run-time block mask does (not in
+    // the decode family: its tiles would need one per packed row).
+    if (!packed && (failed(exact) || !*exact)) {
       Region &mask = attention.getMaskMod();
       bool perHead = !mask.front().getArgument(1).use_empty();
       auto blockRanges = BlockRangesOp::create(
