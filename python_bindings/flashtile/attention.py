@@ -187,19 +187,59 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     return (out, lse) if return_lse else out
 
 
-def decode(q, k_cache, v_cache, *, cache_seqlens=None, softmax_scale=None,
-           causal=False, window_size=(-1, -1), score_mod=None, sinks=None,
-           num_splits=0, return_softmax_lse=False, out=None, arch=None,
-           isa=None):
+def _append(k_cache, v_cache, k_new, v_new, cache_seqlens):
+    """Writes k_new / v_new into the caches at cache_seqlens and returns the
+    lengths after the append (flashtile.decode)."""
+    import torch
+    if k_new is None or v_new is None:
+        raise FlashTileError("k_new and v_new go together: give both")
+    if cache_seqlens is None:
+        raise FlashTileError(
+            "k_new needs cache_seqlens: the rows go at each sequence's length")
+    batch, rows = k_new.shape[0], k_new.shape[1]
+    if (tuple(k_new.shape) != (batch, rows) + tuple(k_cache.shape[2:]) or
+            tuple(v_new.shape) != (batch, rows) + tuple(v_cache.shape[2:]) or
+            batch != k_cache.shape[0] or tuple(cache_seqlens.shape) != (batch,)):
+        raise FlashTileError(
+            f"k_new {tuple(k_new.shape)} and v_new {tuple(v_new.shape)} must "
+            f"be (B, Sn) + the caches' (Hkv, D) {tuple(k_cache.shape[2:])} / "
+            f"{tuple(v_cache.shape[2:])}, with B = {k_cache.shape[0]} and "
+            f"cache_seqlens of shape (B,), got {tuple(cache_seqlens.shape)}")
+    capacity = k_cache.shape[1]
+    if not torch.cuda.is_current_stream_capturing():
+        longest = int((cache_seqlens.long() + rows).max()) if batch else 0
+        if longest > capacity:
+            raise FlashTileError(
+                f"k_new does not fit: cache_seqlens + {rows} reaches "
+                f"{longest} keys, the caches hold {capacity}")
+    positions = (cache_seqlens.long().unsqueeze(1) +
+                 torch.arange(rows, device=k_cache.device).unsqueeze(0))
+    sequences = torch.arange(batch, device=k_cache.device).unsqueeze(1)
+    k_cache[sequences, positions] = k_new
+    v_cache[sequences, positions] = v_new
+    return (cache_seqlens + rows).to(torch.int32)
+
+
+def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
+           v_new=None, softmax_scale=None, causal=False, window_size=(-1, -1),
+           score_mod=None, sinks=None, num_splits=0, return_softmax_lse=False,
+           out=None, arch=None, isa=None):
     """Attention of new queries over a KV cache, in FlashAttention-2's
     layout and argument names (flash_attn_with_kvcache): q (B, Sq, Hq, D),
     k_cache and v_cache (B, Sk, Hkv, D) / (B, Sk, Hkv, Dv); returns out
     (B, Sq, Hq, Dv) and, with return_softmax_lse, the LSE (B, Hq, Sq).
     Always the decode family (packed GQA rows, KV warps, split-KV):
 
-    * cache_seqlens, an int32 (B,) tensor: the valid keys of each
-      sequence's cache (the rest of Sk is ignored and never read, tile by
-      tile); 0 gives O = 0 and LSE = -inf (or the sink);
+    * cache_seqlens, an int32 (B,) tensor (vLLM's seqused_k): the valid
+      keys of each sequence's cache (the rest of Sk is ignored and never
+      read, tile by tile); 0 gives O = 0 and LSE = -inf (or the sink);
+    * k_new, v_new (B, Sn, Hkv, D): rows appended to the caches at
+      cache_seqlens[b] before the attention, which then sees
+      cache_seqlens[b] + Sn keys (flash_attn_with_kvcache's k and v). The
+      append is two torch scatters (index_put) on the current stream, not
+      fused into the attention kernel; the caches must have room
+      (cache_seqlens + Sn <= Sk, checked unless a CUDA graph is being
+      captured);
     * causal is bottom-right aligned (query i sees keys up to L - Sq + i,
       L = cache_seqlens[b] or Sk), as for speculative decoding;
       window_size (left, right) likewise (without cache_seqlens);
@@ -212,10 +252,11 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, softmax_scale=None,
     * score_mod: a hook, as in flashtile.attention (q_idx and h are the
       query's position and head, though heads share a tile).
 
-    Paged caches (block_table) and appending k / v are not supported
-    yet."""
+    Paged caches (block_table) are not supported yet."""
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
     mask_mod = None
+    if k_new is not None or v_new is not None:
+        cache_seqlens = _append(k_cache, v_cache, k_new, v_new, cache_seqlens)
     if cache_seqlens is not None:
         if window is not None:
             raise FlashTileError(

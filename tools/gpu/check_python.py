@@ -288,6 +288,52 @@ def run_decode():
                      f"{'_sinks' if with_sinks else ''}_splits{splits}")
             print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk} L={lengths}':40} "
                   f"{err:9.2e} {lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
+    # KV append (k_new / v_new at cache_seqlens), then attention over the
+    # longer caches; and a cache without room is refused.
+    for causal, Sn, lengths in ((False, 1, [0, 100, 599]), (True, 4, [10, 596, 0])):
+        B, Hq, Hkv, Sk, d = 3, 16, 2, 600, 128
+        q = torch.randn(B, Sn, Hq, d, generator=gen).to(DEV, torch.bfloat16)
+        k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+        v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+        k_new = torch.randn(B, Sn, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+        v_new = torch.randn(B, Sn, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device=DEV)
+        k_ref, v_ref = k.clone(), v.clone()
+        for b, n in enumerate(lengths):
+            k_ref[b, n:n + Sn] = k_new[b]
+            v_ref[b, n:n + Sn] = v_new[b]
+        total += 1
+        poison()
+        out = flashtile.decode(q, k, v, cache_seqlens=seqlens, k_new=k_new,
+                               v_new=v_new, causal=causal, arch=ARCH)
+        after = torch.tensor(lengths, device=DEV).long().view(B, 1, 1, 1) + Sn
+
+        def mask_mod(b, h, qi, ki, L=after, causal=causal, Sq=Sn):
+            keep = ki < L
+            return keep & (ki <= qi + L - Sq) if causal else keep
+        ref, _ = reference(q.transpose(1, 2), k_ref.transpose(1, 2),
+                           v_ref.transpose(1, 2), False, None, mask_mod,
+                           1 / math.sqrt(d))
+        err = ((out.transpose(1, 2).double() - ref).abs().max()
+               / ref.abs().max().clamp_min(1e-30)).item()
+        written = torch.equal(k, k_ref) and torch.equal(v, v_ref)
+        ok = err < 1e-2 and written and not torch.isnan(out).any().item()
+        passed += ok
+        print(f"{'decode_append' + ('_c' if causal else ''):40} "
+              f"{f'Sn={Sn} L={lengths}':40} {err:9.2e} {'':9}  "
+              f"{'PASS' if ok else 'FAIL'}{'' if written else ' (cache not as expected)'}")
+    total += 1
+    try:
+        flashtile.decode(q, k, v, cache_seqlens=torch.tensor(
+            [597, 0, 0], dtype=torch.int32, device=DEV), k_new=k_new,
+            v_new=v_new, arch=ARCH)
+        print(f"{'decode_append_no_room':40} not refused  FAIL")
+    except flashtile.FlashTileError as e:
+        ok = "k_new does not fit: cache_seqlens + 4 reaches 601 keys" in str(e)
+        passed += ok
+        print(f"{'decode_append_no_room':40} {str(e)[:60]:40}  "
+              f"{'PASS' if ok else 'FAIL'}")
+
     # A CUDA graph: one capture with a fixed split count (num_splits) serves
     # lengths that change between replays (the grid and the workspaces
     # depend only on the shapes).
