@@ -6,6 +6,8 @@
   Decode steps and short queries take the decode family.
 * ``flashtile.decode(q, k_cache, v_cache, ...)``: a decode step over a KV
   cache in FlashAttention-2's layout (flash_attn_with_kvcache's names).
+* ``flashtile.varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, ...)``: packed
+  sequences of different lengths in one launch (flash_attn_varlen_func).
 * ``flashtile.compile(...)``: a kernel's PTX, cubin, launch plan and report
   (``flashtile.compiler``; the cache under $FLASHTILE_CACHE_DIR).
 * ``flashtile.hooks``: the tracing of hook functions into ``attn`` IR, in
@@ -38,7 +40,8 @@ from .hooks import (Scalar, TensorSpec, abs, batch_size, ceil, cos, erf,
                     minimum, pow, rsqrt, scalar, seqlen_k, seqlen_q, sin,
                     sqrt, tanh, to_float, to_index, where)
 from .compiler import CompiledKernel, compile
-from .attention import BlockMask, attention, create_block_mask, decode
+from .attention import (BlockMask, attention, create_block_mask, decode,
+                        varlen)
 
 
 def torch_op(compiled):
@@ -53,4 +56,5 @@ __all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
            "exp2",
            "floor", "heads_kv", "heads_q", "log", "log2", "maximum",
            "minimum", "pow", "rsqrt", "scalar", "seqlen_k", "seqlen_q", "sin",
-           "sqrt", "tanh", "to_float", "to_index", "torch_op", "where"]
+           "sqrt", "tanh", "to_float", "to_index", "torch_op", "varlen",
+           "where"]

@@ -20,10 +20,11 @@ flashtile.decode is the inference call in FlashAttention-2's layout.
 from . import FlashTileError
 from . import _seqlens
 from . import _sinks
+from . import _varlen
 from . import compiler as _compiler
 from . import hooks as _hooks
 
-__all__ = ["attention", "decode", "create_block_mask", "BlockMask",
+__all__ = ["attention", "decode", "varlen", "create_block_mask", "BlockMask",
            "device_arch", "DECODE_ROWS"]
 
 # The packed rows (Sq * Hq / Hkv) up to which flashtile.attention takes the
@@ -282,3 +283,57 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
     else:
         result, lse = kernel(*args, **kwargs)
     return (result, lse) if return_softmax_lse else result
+
+
+def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
+           max_seqlen_k=None, *, softmax_scale=None, causal=False,
+           score_mod=None, sinks=None, return_softmax_lse=False, arch=None,
+           isa=None):
+    """Packed sequences of different lengths in one launch, in
+    FlashAttention-2's varlen layout and names (flash_attn_varlen_func):
+    q (total_q, Hq, D), k and v (total_k, Hkv, D) / (total_k, Hkv, Dv),
+    cu_seqlens_q / cu_seqlens_k int32 (B + 1,) offsets with
+    cu_seqlens[-1] = total. Returns out (total_q, Hq, Dv) and, with
+    return_softmax_lse, the unpadded LSE (Hq, total_q). Sequences may have
+    Sq != Sk (a decode step next to a prefill chunk); causal is aligned
+    bottom-right within each sequence. max_seqlen_q / max_seqlen_k are
+    accepted for FA2's signature and not needed.
+
+    It runs the prefill family with a mask_mod of the sequence ids
+    (flashtile/_varlen.py), whose run-time block mask skips the tiles of
+    other sequences: every call builds that mask first (two small kernels).
+    A score_mod sees packed positions as q_idx and kv_idx."""
+    import torch
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not hasattr(t, "dim") or t.dim() != 3:
+            raise FlashTileError(
+                f"{name} must be a 3-d (total, heads, dim) tensor, got "
+                f"{getattr(t, 'shape', type(t).__name__)}")
+    for name, t, total in (("cu_seqlens_q", cu_seqlens_q, q.shape[0]),
+                           ("cu_seqlens_k", cu_seqlens_k, k.shape[0])):
+        if (not hasattr(t, "dim") or t.dim() != 1 or t.shape[0] < 2 or
+                t.dtype != torch.int32):
+            raise FlashTileError(
+                f"{name} must be an int32 (batch + 1,) tensor, got "
+                f"{getattr(t, 'dtype', None)} {tuple(getattr(t, 'shape', ()))}")
+    if cu_seqlens_q.shape[0] != cu_seqlens_k.shape[0]:
+        raise FlashTileError(
+            f"cu_seqlens_q has {cu_seqlens_q.shape[0]} entries, cu_seqlens_k "
+            f"{cu_seqlens_k.shape[0]}: one batch")
+    batch = cu_seqlens_q.shape[0] - 1
+    ids = torch.arange(batch, device=q.device, dtype=torch.int32)
+    # output_size: no host sync (the totals are the tensors' lengths).
+    _varlen.seq_q = torch.repeat_interleave(
+        ids, (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).long(),
+        output_size=q.shape[0])
+    _varlen.seq_k = torch.repeat_interleave(
+        ids, (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).long(),
+        output_size=k.shape[0])
+    _varlen.shift = (cu_seqlens_k[1:] - cu_seqlens_q[1:]).to(torch.int32)
+    mask_mod = _varlen.causal_mask if causal else _varlen.mask
+    compiled, _, args, kwargs = _prepare(
+        q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), False, None,
+        softmax_scale, score_mod, mask_mod, sinks, arch, isa,
+        family="prefill", layout="bshd")
+    out, lse = compiled.runtime_kernel()(*args, **kwargs)
+    return (out[0], lse[0]) if return_softmax_lse else out[0]
