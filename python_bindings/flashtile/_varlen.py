@@ -1,21 +1,26 @@
 """The masks behind flashtile.varlen: packed sequences of different lengths
-in one launch (FlashAttention-2's varlen call). Token t of the packed
-queries belongs to sequence seq_q[t], key t to seq_k[t]; a query sees the
-keys of its own sequence, and with causal those up to its own position
-aligned bottom-right within the sequence: key k <= q + shift[s], shift[s] =
+in one launch (FlashAttention-2's varlen call). Query token t belongs to
+sequence s = seq_q[t] and sees the keys of that sequence, [start_k[s],
+end_k[s]), and with causal those up to its own position aligned
+bottom-right within the sequence: key k <= t + shift[s], shift[s] =
 cu_seqlens_k[s + 1] - cu_seqlens_q[s + 1]. The call sets the module
-globals. The masks are data-dependent: the run-time block mask skips the
-tiles of other sequences."""
+globals. The masks are key intervals that read tensors at q_idx, so they
+are not monotone in q_idx: the key range is evaluated at every row of a
+query tile (attn.key_range scan_rows), and a tile visits only the key
+tiles of its own sequences."""
 
-seq_q = None  # int32 (total_q,)
-seq_k = None  # int32 (total_k,)
-shift = None  # int32 (batch,)
+seq_q = None    # int32 (total_q,)
+start_k = None  # int32 (batch,)
+end_k = None    # int32 (batch,)
+shift = None    # int32 (batch,)
 
 
 def mask(b, h, q_idx, kv_idx):
-    return seq_q[q_idx] == seq_k[kv_idx]
+    s = seq_q[q_idx]
+    return (kv_idx >= start_k[s]) & (kv_idx < end_k[s])
 
 
 def causal_mask(b, h, q_idx, kv_idx):
     s = seq_q[q_idx]
-    return (s == seq_k[kv_idx]) & (kv_idx <= q_idx + shift[s])
+    return ((kv_idx >= start_k[s]) & (kv_idx < end_k[s])
+            & (kv_idx <= q_idx + shift[s]))

@@ -299,10 +299,10 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     bottom-right within each sequence. max_seqlen_q / max_seqlen_k are
     accepted for FA2's signature and not needed.
 
-    It runs the prefill family with a mask_mod of the sequence ids
-    (flashtile/_varlen.py), whose run-time block mask skips the tiles of
-    other sequences: every call builds that mask first (two small kernels).
-    A score_mod sees packed positions as q_idx and kv_idx."""
+    It runs the prefill family with a mask_mod of each token's sequence
+    (flashtile/_varlen.py): a key interval per query row, evaluated at every
+    row of a query tile, so each tile visits only the key tiles of its own
+    sequences. A score_mod sees packed positions as q_idx and kv_idx."""
     import torch
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not hasattr(t, "dim") or t.dim() != 3:
@@ -326,9 +326,8 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     _varlen.seq_q = torch.repeat_interleave(
         ids, (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).long(),
         output_size=q.shape[0])
-    _varlen.seq_k = torch.repeat_interleave(
-        ids, (cu_seqlens_k[1:] - cu_seqlens_k[:-1]).long(),
-        output_size=k.shape[0])
+    _varlen.start_k = cu_seqlens_k[:-1]
+    _varlen.end_k = cu_seqlens_k[1:]
     _varlen.shift = (cu_seqlens_k[1:] - cu_seqlens_q[1:]).to(torch.int32)
     mask_mod = _varlen.causal_mask if causal else _varlen.mask
     compiled, _, args, kwargs = _prepare(

@@ -93,6 +93,43 @@ static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
                           range.unmaskedEnd, range.end});
 }
 
+/// `for (row = lower; row < upper; ++row)` carrying `inits`, as blocks at
+/// the rewriter's insertion point; `body` returns the next values. The
+/// rewriter continues after the loop; returns the final values.
+static SmallVector<Value>
+emitRowLoop(ConversionPatternRewriter &rewriter, Location loc, Value lower,
+            Value upper, ValueRange inits,
+            function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  Emitter e(rewriter, loc);
+  Block *before = rewriter.getInsertionBlock();
+  Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
+  SmallVector<Type> types = {rewriter.getI32Type()};
+  for (Value v : inits)
+    types.push_back(v.getType());
+  SmallVector<Location> locs(types.size(), loc);
+  SmallVector<Value> results;
+  for (Type type : TypeRange(types).drop_front())
+    results.push_back(exit->addArgument(type, loc));
+  Block *header = rewriter.createBlock(exit, types, locs);
+  Block *bodyBlock = rewriter.createBlock(exit, types, locs);
+  rewriter.setInsertionPointToEnd(before);
+  SmallVector<Value> entry = {lower};
+  llvm::append_range(entry, inits);
+  LLVM::BrOp::create(rewriter, loc, entry, header);
+  rewriter.setInsertionPointToEnd(header);
+  LLVM::CondBrOp::create(rewriter, loc,
+                         e.slt(header->getArgument(0), upper), bodyBlock,
+                         header->getArguments(), exit,
+                         header->getArguments().drop_front());
+  rewriter.setInsertionPointToEnd(bodyBlock);
+  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), 1)};
+  llvm::append_range(next, body(bodyBlock->getArgument(0),
+                                bodyBlock->getArguments().drop_front()));
+  LLVM::BrOp::create(rewriter, loc, next, header);
+  rewriter.setInsertionPointToStart(exit);
+  return results;
+}
+
 /// The tile range of attn.kv_bounds refined by the mask's key interval,
 /// evaluated at the query tile's first and last valid rows (the interval is
 /// monotone in the row); the arithmetic is KVBounds.h's.
@@ -120,8 +157,25 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
     }
     HookEmitter hooks(e, op);
     Value batch = adaptor.getBatch(), head = adaptor.getHead();
-    SmallVector<Value> at0 = hooks.emitAll(op.getBody(), {batch, head, first});
-    SmallVector<Value> at1 = hooks.emitAll(op.getBody(), {batch, head, last});
+    SmallVector<Value> at0, at1;
+    if (op.getScanRows()) {
+      // Not monotone in q_idx: the interval at every row of the tile. The
+      // keys any row keeps are [min lo, max hi], those every row keeps
+      // [max lo, min hi]: computeKeyRangeTiles takes them as two "rows".
+      Value big = e.i32(kKeyRangeUnbounded), small = e.i32(-kKeyRangeUnbounded);
+      SmallVector<Value> bounds = emitRowLoop(
+          rewriter, op.getLoc(), first, e.add(last, 1), {big, small, small, big},
+          [&](Value row, ValueRange acc) -> SmallVector<Value> {
+            SmallVector<Value> at = hooks.emitAll(op.getBody(), {batch, head, row});
+            return {e.smin(acc[0], at[0]), e.smax(acc[1], at[0]),
+                    e.smax(acc[2], at[1]), e.smin(acc[3], at[1])};
+          });
+      at0 = {bounds[0], bounds[3]};
+      at1 = {bounds[1], bounds[2]};
+    } else {
+      at0 = hooks.emitAll(op.getBody(), {batch, head, first});
+      at1 = hooks.emitAll(op.getBody(), {batch, head, last});
+    }
     KVTileRange<Value> mask = computeKeyRangeTiles(
         e, at0[0], at0[1], at1[0], at1[1], adaptor.getSeqlenK(), tileN,
         op.getExact());

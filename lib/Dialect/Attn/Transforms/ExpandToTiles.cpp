@@ -267,13 +267,15 @@ void TileProgramBuilder::build() {
     auto keyRange = KeyRangeOp::create(
         b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
         range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
-        tileM, config.getTileN(), /*exact=*/false);
-    FailureOr<bool> exact =
-        buildKeyRange(kernel, attention.getMaskMod(), keyRange.getBody());
+        tileM, config.getTileN(), /*exact=*/false, /*scan_rows=*/false);
+    bool monotone = true;
+    FailureOr<bool> exact = buildKeyRange(kernel, attention.getMaskMod(),
+                                          keyRange.getBody(), monotone);
     if (failed(exact)) {
       keyRange.erase();
     } else {
       keyRange.setExact(*exact);
+      keyRange.setScanRows(!monotone);
       range = {keyRange.getBegin(), keyRange.getUnmaskedBegin(),
                keyRange.getUnmaskedEnd(), keyRange.getEnd()};
       maskBounded = true;

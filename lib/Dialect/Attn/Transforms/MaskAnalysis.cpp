@@ -301,7 +301,7 @@ FailureOr<Interval> KeyRangeBuilder::run() {
 }
 
 FailureOr<bool> attn::buildKeyRange(KernelOp kernel, Region &maskMod,
-                                    Region &body) {
+                                    Region &body, bool &monotone) {
   assert(body.empty() && "builds into an empty region");
   MLIRContext *ctx = kernel.getContext();
   Type index = IndexType::get(ctx);
@@ -311,12 +311,13 @@ FailureOr<bool> attn::buildKeyRange(KernelOp kernel, Region &maskMod,
   block->addArguments({index, index, index}, {loc, loc, loc});
   KeyRangeBuilder builder(kernel, maskMod.front(), block);
   FailureOr<Interval> interval = builder.run();
-  if (failed(interval) || interval->loMono == Mono::Unknown ||
-      interval->hiMono == Mono::Unknown ||
+  if (failed(interval) ||
       (interval->loUnbounded && interval->hiUnbounded && !interval->exact)) {
     body.getBlocks().clear();
     return failure();
   }
+  monotone = interval->loMono != Mono::Unknown &&
+             interval->hiMono != Mono::Unknown;
   OpBuilder b = OpBuilder::atBlockEnd(block);
   YieldOp::create(b, loc, ValueRange{interval->lo, interval->hi});
   // Row-only values only the key conditions used, and conditions that fed

@@ -139,12 +139,15 @@ attn.kernel @bounded arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_names
 
 // -----
 
-// Not monotone in q (k <= q * q): no interval.
+// Not known to be monotone in q (k <= q * q, or a varlen mask reading each
+// token's sequence): an interval still, evaluated at every row of a tile
+// (scan_rows) instead of the first and last; no run-time block mask.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 #cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
 // CHECK-LABEL: attn.kernel @square
-// CHECK-NOT:     attn.key_range
+// CHECK:         attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 32 : i64}
+// CHECK-NOT:     attn.block_ranges
 // CHECK:         attn.epilogue
 attn.kernel @square arch(#attn.arch<sm_120>) config(#cfg) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):

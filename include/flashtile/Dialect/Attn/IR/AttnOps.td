@@ -268,7 +268,10 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
     `[lo, hi]` of keys, monotone in q_idx, that holds every key the
     attention's mask_mod keeps for that row; with `exact`, the mask_mod keeps
     exactly those keys. Sides may be +-2^30 (unbounded). The expansion
-    derives the region from the mask_mod (MaskAnalysis.cpp).
+    derives the region from the mask_mod (MaskAnalysis.cpp). With
+    `scan_rows` the interval need not be monotone (it reads tensors at
+    q_idx, as a varlen mask reads each token's sequence): it is evaluated
+    at every row of the tile instead of the first and last.
 
     The results refine the tile range of `attn.kv_bounds` (the `within`
     operands) by the mask: tiles outside `[begin, end)` hold no key any row
@@ -289,7 +292,8 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
                        Index:$seqlen_q, Index:$seqlen_k,
                        Index:$within_begin, Index:$within_unmasked_begin,
                        Index:$within_unmasked_end, Index:$within_end,
-                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$exact);
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$exact,
+                       UnitAttr:$scan_rows);
   let results = (outs Index:$begin, Index:$unmasked_begin,
                       Index:$unmasked_end, Index:$end);
   let regions = (region SizedRegion<1>:$body);

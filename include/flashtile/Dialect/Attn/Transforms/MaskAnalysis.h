@@ -22,11 +22,13 @@ namespace flashtile::attn {
 
 /// Builds, into the empty region `body` of an attn.key_range, the block
 /// (batch, head, q_idx) -> (lo, hi) of `maskMod`, a mask_mod region of an
-/// attention in `kernel`, with lo and hi monotone in q_idx. Returns whether
-/// the interval is exact, or failure (body left empty) when the mask has no
-/// such interval.
+/// attention in `kernel`. Returns whether the interval is exact, or failure
+/// (body left empty) when the mask has no such interval. `monotone` is set
+/// to whether lo and hi are provably monotone in q_idx; when they are not
+/// (they read tensors at q_idx, as a varlen mask reads each token's
+/// sequence), the key range must be evaluated at every row of a tile.
 mlir::FailureOr<bool> buildKeyRange(KernelOp kernel, mlir::Region &maskMod,
-                                    mlir::Region &body);
+                                    mlir::Region &body, bool &monotone);
 
 } // namespace flashtile::attn
 
