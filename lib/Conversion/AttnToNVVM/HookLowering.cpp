@@ -93,12 +93,12 @@ static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
                           range.unmaskedEnd, range.end});
 }
 
-/// `for (row = lower; row < upper; ++row)` carrying `inits`, as blocks at
+/// `for (row = lower; row < upper; row += step)` carrying `inits`, as blocks at
 /// the rewriter's insertion point; `body` returns the next values. The
 /// rewriter continues after the loop; returns the final values.
 static SmallVector<Value>
 emitRowLoop(ConversionPatternRewriter &rewriter, Location loc, Value lower,
-            Value upper, ValueRange inits,
+            Value upper, int64_t step, ValueRange inits,
             function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   Emitter e(rewriter, loc);
   Block *before = rewriter.getInsertionBlock();
@@ -122,7 +122,7 @@ emitRowLoop(ConversionPatternRewriter &rewriter, Location loc, Value lower,
                          header->getArguments(), exit,
                          header->getArguments().drop_front());
   rewriter.setInsertionPointToEnd(bodyBlock);
-  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), 1)};
+  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), step)};
   llvm::append_range(next, body(bodyBlock->getArgument(0),
                                 bodyBlock->getArguments().drop_front()));
   LLVM::BrOp::create(rewriter, loc, next, header);
@@ -162,14 +162,25 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
       // Not monotone in q_idx: the interval at every row of the tile. The
       // keys any row keeps are [min lo, max hi], those every row keeps
       // [max lo, min hi]: computeKeyRangeTiles takes them as two "rows".
+      // The lanes of each warp take every 32nd row and reduce with
+      // shuffles, so every warp holds the result (no shared memory; the op
+      // runs before any divergence, with whole warps).
       Value big = e.i32(kKeyRangeUnbounded), small = e.i32(-kKeyRangeUnbounded);
+      Value lane = ctx.thread().lane;
       SmallVector<Value> bounds = emitRowLoop(
-          rewriter, op.getLoc(), first, e.add(last, 1), {big, small, small, big},
+          rewriter, op.getLoc(), e.add(first, lane), e.add(last, 1), kWarpSize,
+          {big, small, small, big},
           [&](Value row, ValueRange acc) -> SmallVector<Value> {
             SmallVector<Value> at = hooks.emitAll(op.getBody(), {batch, head, row});
             return {e.smin(acc[0], at[0]), e.smax(acc[1], at[0]),
                     e.smax(acc[2], at[1]), e.smin(acc[3], at[1])};
           });
+      for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
+        bounds[0] = e.smin(bounds[0], e.shflXor(bounds[0], mask));
+        bounds[1] = e.smax(bounds[1], e.shflXor(bounds[1], mask));
+        bounds[2] = e.smax(bounds[2], e.shflXor(bounds[2], mask));
+        bounds[3] = e.smin(bounds[3], e.shflXor(bounds[3], mask));
+      }
       at0 = {bounds[0], bounds[3]};
       at1 = {bounds[1], bounds[2]};
     } else {

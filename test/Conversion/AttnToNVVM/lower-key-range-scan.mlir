@@ -1,8 +1,9 @@
 // RUN: flashtile-compile %s --emit=nvvm | FileCheck %s
 
 // attn.key_range with scan_rows: an interval not known to be monotone in
-// q_idx is evaluated in a loop over the tile's rows, keeping the least and
-// greatest ends (HookLowering.cpp).
+// q_idx is evaluated in a loop over the tile's rows, every 32nd row per
+// lane, keeping the least and greatest ends, then reduced over the warp
+// with shuffles (HookLowering.cpp).
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 // CHECK-LABEL: llvm.func @square(
@@ -14,6 +15,8 @@
 // CHECK:         llvm.mul %[[R]], %[[R]] : i32
 // CHECK:         llvm.intr.smin
 // CHECK:         llvm.intr.smax
+// CHECK:         %{{.*}} = llvm.add %[[R]], %{{.*}} : i32
+// CHECK:         nvvm.shfl.sync bfly %{{.*}} : i32 -> i32
 attn.kernel @square arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
