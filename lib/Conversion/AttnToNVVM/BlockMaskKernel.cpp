@@ -20,23 +20,6 @@ using namespace flashtile::attn::lowering;
 
 namespace {
 
-/// An llvm.func taking `kernel`'s parameters, named with `suffix`, for
-/// blocks of `threads` threads; its entry block is the builder's insertion
-/// point.
-LLVM::LLVMFuncOp createKernelFunc(OpBuilder &b, KernelOp kernel,
-                                  StringRef suffix, int64_t threads,
-                                  Location loc) {
-  auto func = LLVM::LLVMFuncOp::create(
-      b, loc, (kernel.getSymName() + suffix).str(),
-      getKernelFuncType(kernel.getContext(), getKernelParams(kernel)));
-  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  annotateKernelFunc(func, kernel);
-  b.setInsertionPointToStart(func.addEntryBlock(b));
-  return func;
-}
-
 KVTiling getTiling(KernelOp kernel, BlockRangesOp ranges) {
   ProblemAttr problem = kernel.getProblemInfo();
   return KVTiling{int64_t(ranges.getTileM()), int64_t(ranges.getTileN()),

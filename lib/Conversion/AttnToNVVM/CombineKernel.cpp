@@ -28,46 +28,6 @@ using namespace flashtile::attn::lowering;
 
 namespace {
 
-/// A loop `for (i = lower; i < upper; i += step)` carrying `inits`, built
-/// from blocks at the builder's insertion point; `body` returns the next
-/// values. The builder continues after the loop; returns the final values.
-SmallVector<Value>
-emitLoop(OpBuilder &b, Location loc, Value lower, Value upper, int64_t step,
-         ValueRange inits,
-         function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  Emitter e(b, loc);
-  Block *before = b.getInsertionBlock();
-  Region *region = before->getParent();
-  SmallVector<Type> types = {b.getI32Type()};
-  for (Value v : inits)
-    types.push_back(v.getType());
-  SmallVector<Location> locs(types.size(), loc);
-  Block *header = b.createBlock(region, region->end(), types, locs);
-  Block *bodyBlock = b.createBlock(region, region->end(), types, locs);
-  Block *exit = b.createBlock(region, region->end(),
-                              TypeRange(types).drop_front(),
-                              ArrayRef(locs).drop_front());
-  b.setInsertionPointToEnd(before);
-  SmallVector<Value> entry = {lower};
-  llvm::append_range(entry, inits);
-  LLVM::BrOp::create(b, loc, entry, header);
-
-  b.setInsertionPointToEnd(header);
-  Value more = e.slt(header->getArgument(0), upper);
-  LLVM::CondBrOp::create(b, loc, more, bodyBlock, header->getArguments(), exit,
-                         header->getArguments().drop_front());
-
-  b.setInsertionPointToEnd(bodyBlock);
-  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), step)};
-  llvm::append_range(next, body(bodyBlock->getArgument(0),
-                                bodyBlock->getArguments().drop_front()));
-  LLVM::BrOp::create(b, loc, next, header);
-
-  b.setInsertionPointToEnd(exit);
-  return SmallVector<Value>(exit->getArguments().begin(),
-                            exit->getArguments().end());
-}
-
 Value warpReduce(Emitter &e, Value x, bool max) {
   for (int64_t mask = 16; mask >= 1; mask /= 2) {
     Value other = e.shflXor(x, mask);
@@ -81,21 +41,12 @@ Value warpReduce(Emitter &e, Value x, bool max) {
 LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
   MLIRContext *ctx = kernel.getContext();
   Location loc = kernel.getLoc();
-  OpBuilder fb(kernel);
-  std::vector<plan::Param> abi = getKernelParams(kernel);
-  auto func = LLVM::LLVMFuncOp::create(
-      fb, loc, (kernel.getSymName() + kCombineKernelSuffix).str(),
-      getKernelFuncType(ctx, abi));
-  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), fb.getUnitAttr());
-  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                fb.getDenseI32ArrayAttr(
-                    {int32_t(kCombineRowsPerBlock * kWarpSize), 1, 1}));
-  annotateKernelFunc(func, kernel);
-  Block *entry = func.addEntryBlock(fb);
-  // One rewriter builds everything: emitIf and emitLoop move its insertion
-  // point.
+  // One rewriter builds everything: emitIf and emitForLoop move its
+  // insertion point.
   IRRewriter b(ctx);
-  b.setInsertionPointToStart(entry);
+  b.setInsertionPoint(kernel);
+  auto func = createKernelFunc(b, kernel, kCombineKernelSuffix,
+                               kCombineRowsPerBlock * kWarpSize, loc);
   Emitter e(b, loc);
   using P = LLVM::ICmpPredicate;
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
@@ -135,7 +86,7 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
     Value batch = LLVM::UDivOp::create(b, loc, bh, headsQ);
 
     // M over the splits (lanes stride them), then the sink.
-    Value best = emitLoop(b, loc, lane, splits, kWarpSize, {negInf},
+    Value best = emitForLoop(b, loc, lane, splits, kWarpSize, {negInf},
                           [&](Value s, ValueRange acc) -> SmallVector<Value> {
                             return {e.fmax(acc[0], lseOf(s))};
                           })[0];
@@ -153,7 +104,7 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
     auto weight = [&](Value lse, Value of) {
       return e.exp2(e.fmul(e.fadd(lse, e.fmul(of, e.f32(-1.0f))), log2e));
     };
-    Value sum = emitLoop(b, loc, lane, splits, kWarpSize, {zero},
+    Value sum = emitForLoop(b, loc, lane, splits, kWarpSize, {zero},
                          [&](Value s, ValueRange acc) -> SmallVector<Value> {
                            return {e.fadd(acc[0], weight(lseOf(s), best))};
                          })[0];
@@ -175,7 +126,7 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
       inits.append({zero, zero});
     }
     auto pairType = VectorType::get({2}, f32);
-    SmallVector<Value> acc = emitLoop(
+    SmallVector<Value> acc = emitForLoop(
         b, loc, e.i32(0), splits, 1, inits,
         [&](Value s, ValueRange acc) -> SmallVector<Value> {
           Value w = e.select(empty, zero, weight(lseOf(s), total));

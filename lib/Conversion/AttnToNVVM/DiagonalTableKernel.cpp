@@ -22,21 +22,10 @@ using namespace flashtile::attn::lowering;
 /// the same value. The score argument is never read by the term.
 LogicalResult lowering::buildDiagonalTableKernel(KernelOp kernel) {
   DiagonalTable table = getDiagonalTable(kernel);
-  MLIRContext *ctx = kernel.getContext();
   Location loc = table.term.op->getLoc();
   OpBuilder b(kernel);
-  std::vector<plan::Param> abi = getKernelParams(kernel);
-  auto func = LLVM::LLVMFuncOp::create(
-      b, loc, (kernel.getSymName() + kDiagonalTableKernelSuffix).str(),
-      getKernelFuncType(ctx, abi));
-  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func->setAttr(
-      NVVM::NVVMDialect::getMaxntidAttrName(),
-      b.getDenseI32ArrayAttr({int32_t(kDiagonalTableThreads), 1, 1}));
-  annotateKernelFunc(func, kernel);
-
-  Block *entry = func.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
+  createKernelFunc(b, kernel, kDiagonalTableKernelSuffix,
+                   kDiagonalTableThreads, loc);
   Emitter e(b, loc);
   Type i32 = b.getI32Type();
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);

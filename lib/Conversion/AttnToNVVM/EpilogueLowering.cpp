@@ -76,22 +76,9 @@ struct EpilogueContext {
   /// valid.
   void storeLse(Value rowBase, Value rowOffset, Value value, Value cond) {
     Location loc = op.getLoc();
-    Value lseDesc = adaptor.getLse();
-    if (!lsePtr) {
-      if (!ctx.packed())
-        lseBase = e.add64(
-            e.mul64(e.sext64(adaptor.getBatch()),
-                    e.extract(lseDesc, kLseStrideBatch)),
-            e.mul64(e.sext64(adaptor.getHead()),
-                    e.extract(lseDesc, kLseStrideHead)));
-      lsePtr = e.extract(lseDesc, kLsePtr);
-    }
-    if (!cond) {
-      if (!quadLeader)
-        quadLeader =
-            e.cmp(LLVM::ICmpPredicate::eq, ctx.thread().t, e.i32(0));
+    emitLseValues();
+    if (!cond)
       cond = quadLeader;
-    }
     Value globalRow = e.add(e.add(firstRow(), rowBase), rowOffset);
     Value store = LLVM::AndOp::create(
         rewriter, loc, cond,
@@ -100,13 +87,8 @@ struct EpilogueContext {
       Value element;
       if (ctx.packed()) {
         auto [position, offset] = ctx.unpackRow(globalRow);
-        Value head = e.add(adaptor.getHead(), offset);
-        element = e.add64(
-            e.add64(e.mul64(e.sext64(adaptor.getBatch()),
-                            e.extract(lseDesc, kLseStrideBatch)),
-                    e.mul64(e.sext64(head),
-                            e.extract(lseDesc, kLseStrideHead))),
-            e.sext64(position));
+        element = e.add64(lseRowsOf(e.add(adaptor.getHead(), offset)),
+                          e.sext64(position));
       } else {
         element = e.add64(lseBase, e.sext64(globalRow));
       }
@@ -123,15 +105,7 @@ struct EpilogueContext {
     firstRow();
     if (ctx.packed())
       ctx.groupSize();
-    Value lseDesc = adaptor.getLse();
-    if (!ctx.packed())
-      lseBase = e.add64(
-          e.mul64(e.sext64(adaptor.getBatch()),
-                  e.extract(lseDesc, kLseStrideBatch)),
-          e.mul64(e.sext64(adaptor.getHead()),
-                  e.extract(lseDesc, kLseStrideHead)));
-    lsePtr = e.extract(lseDesc, kLsePtr);
-    quadLeader = e.cmp(LLVM::ICmpPredicate::eq, ctx.thread().t, e.i32(0));
+    emitLseValues();
   }
 
   /// A row's denominator `sum` with the sink's term (its row `row`), whether
@@ -162,6 +136,24 @@ struct EpilogueContext {
   }
 
 private:
+  /// The element offset of the LSE row of (batch, `head`).
+  Value lseRowsOf(Value head) {
+    Value lseDesc = adaptor.getLse();
+    return e.add64(e.mul64(e.sext64(adaptor.getBatch()),
+                           e.extract(lseDesc, kLseStrideBatch)),
+                   e.mul64(e.sext64(head), e.extract(lseDesc, kLseStrideHead)));
+  }
+  /// What every LSE store shares, emitted once: the block head's row
+  /// (unpacked), the pointer and whether the thread leads its quad.
+  void emitLseValues() {
+    if (lsePtr)
+      return;
+    if (!ctx.packed())
+      lseBase = lseRowsOf(adaptor.getHead());
+    lsePtr = e.extract(adaptor.getLse(), kLsePtr);
+    quadLeader = e.cmp(LLVM::ICmpPredicate::eq, ctx.thread().t, e.i32(0));
+  }
+
   std::optional<TensorRows> rowsOut;
   Value first, lseBase, lsePtr, quadLeader;
 };

@@ -93,46 +93,10 @@ static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
                           range.unmaskedEnd, range.end});
 }
 
-/// `for (row = lower; row < upper; row += step)` carrying `inits`, as blocks at
-/// the rewriter's insertion point; `body` returns the next values. The
-/// rewriter continues after the loop; returns the final values.
-static SmallVector<Value>
-emitRowLoop(ConversionPatternRewriter &rewriter, Location loc, Value lower,
-            Value upper, int64_t step, ValueRange inits,
-            function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-  Emitter e(rewriter, loc);
-  Block *before = rewriter.getInsertionBlock();
-  Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
-  SmallVector<Type> types = {rewriter.getI32Type()};
-  for (Value v : inits)
-    types.push_back(v.getType());
-  SmallVector<Location> locs(types.size(), loc);
-  SmallVector<Value> results;
-  for (Type type : TypeRange(types).drop_front())
-    results.push_back(exit->addArgument(type, loc));
-  Block *header = rewriter.createBlock(exit, types, locs);
-  Block *bodyBlock = rewriter.createBlock(exit, types, locs);
-  rewriter.setInsertionPointToEnd(before);
-  SmallVector<Value> entry = {lower};
-  llvm::append_range(entry, inits);
-  LLVM::BrOp::create(rewriter, loc, entry, header);
-  rewriter.setInsertionPointToEnd(header);
-  LLVM::CondBrOp::create(rewriter, loc,
-                         e.slt(header->getArgument(0), upper), bodyBlock,
-                         header->getArguments(), exit,
-                         header->getArguments().drop_front());
-  rewriter.setInsertionPointToEnd(bodyBlock);
-  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), step)};
-  llvm::append_range(next, body(bodyBlock->getArgument(0),
-                                bodyBlock->getArguments().drop_front()));
-  LLVM::BrOp::create(rewriter, loc, next, header);
-  rewriter.setInsertionPointToStart(exit);
-  return results;
-}
-
 /// The tile range of attn.kv_bounds refined by the mask's key interval,
-/// evaluated at the query tile's first and last valid rows (the interval is
-/// monotone in the row); the arithmetic is KVBounds.h's.
+/// evaluated at the query tile's first and last valid rows when the
+/// interval is monotone in the row, at every row with scan_rows; the
+/// arithmetic is KVBounds.h's.
 struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -141,17 +105,14 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
                       TileOpContext &ctx) const override {
     Emitter &e = ctx.e;
     int64_t tileM = op.getTileM(), tileN = op.getTileN();
-    Value first = e.mul(adaptor.getMBlock(), tileM);
-    Value last;
+    Value first, last;
     if (ctx.packed()) {
       // The positions of the first and last valid packed rows (the mask
       // reads no head: ExpandToTiles builds no key range otherwise).
-      Value rows = e.mul(adaptor.getSeqlenQ(), ctx.groupSize());
-      last = ctx.unpackRow(
-                    e.smin(e.add(first, tileM - 1), e.sub(rows, e.i32(1))))
-                 .first;
-      first = ctx.unpackRow(first).first;
+      std::tie(first, last) = ctx.packedTilePositions(
+          adaptor.getMBlock(), adaptor.getSeqlenQ(), tileM);
     } else {
+      first = e.mul(adaptor.getMBlock(), tileM);
       last = e.smin(e.add(first, tileM - 1),
                     e.sub(adaptor.getSeqlenQ(), e.i32(1)));
     }
@@ -167,7 +128,7 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
       // runs before any divergence, with whole warps).
       Value big = e.i32(kKeyRangeUnbounded), small = e.i32(-kKeyRangeUnbounded);
       Value lane = ctx.thread().lane;
-      SmallVector<Value> bounds = emitRowLoop(
+      SmallVector<Value> bounds = emitForLoop(
           rewriter, op.getLoc(), e.add(first, lane), e.add(last, 1), kWarpSize,
           {big, small, small, big},
           [&](Value row, ValueRange acc) -> SmallVector<Value> {

@@ -174,11 +174,9 @@ struct KVBoundsLowering : public AttnOpLoweringPattern<KVBoundsOp> {
     KVTileRange<Value> range;
     if (ctx.packed()) {
       Value offset = e.sub(adaptor.getSeqlenK(), adaptor.getSeqlenQ());
-      Value first = e.mul(adaptor.getMBlock(), tiling.tileM);
-      Value rows = e.mul(adaptor.getSeqlenQ(), ctx.groupSize());
-      Value last = e.sub(e.smin(e.add(first, tiling.tileM), rows), e.i32(1));
-      range = computeKVTileRangeOfRows(e, ctx.unpackRow(first).first,
-                                       ctx.unpackRow(last).first, offset,
+      auto [first, last] = ctx.packedTilePositions(
+          adaptor.getMBlock(), adaptor.getSeqlenQ(), tiling.tileM);
+      range = computeKVTileRangeOfRows(e, first, last, offset,
                                        adaptor.getSeqlenK(), tiling);
     } else {
       range = computeKVTileRange(e, adaptor.getMBlock(), adaptor.getSeqlenQ(),

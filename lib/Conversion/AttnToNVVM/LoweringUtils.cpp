@@ -288,6 +288,14 @@ Value TileOpContext::groupSize() {
   return group;
 }
 
+std::pair<Value, Value>
+TileOpContext::packedTilePositions(Value mBlock, Value seqlenQ, int64_t tileM) {
+  Value first = e.mul(mBlock, tileM);
+  Value rows = e.mul(seqlenQ, groupSize());
+  Value last = e.sub(e.smin(e.add(first, tileM), rows), e.i32(1));
+  return {unpackRow(first).first, unpackRow(last).first};
+}
+
 std::pair<Value, Value> TileOpContext::unpackRow(Value row) {
   Value g = groupSize();
   OpBuilder &b = e.builder();
@@ -549,6 +557,53 @@ Value TileChunkWalk::smemOffset(int64_t step) {
     return step ? e.add(firstOffset, step * rowsPerStep * cols * 2)
                 : firstOffset;
   return swizzledOffset(e, row(step), chunk(step), cols);
+}
+
+SmallVector<Value>
+lowering::emitForLoop(RewriterBase &rewriter, Location loc, Value lower,
+                      Value upper, int64_t step, ValueRange inits,
+                      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  Emitter e(rewriter, loc);
+  Block *before = rewriter.getInsertionBlock();
+  Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
+  SmallVector<Type> types = {rewriter.getI32Type()};
+  for (Value v : inits)
+    types.push_back(v.getType());
+  SmallVector<Location> locs(types.size(), loc);
+  SmallVector<Value> results;
+  for (Type type : TypeRange(types).drop_front())
+    results.push_back(exit->addArgument(type, loc));
+  Block *header = rewriter.createBlock(exit, types, locs);
+  Block *bodyBlock = rewriter.createBlock(exit, types, locs);
+  rewriter.setInsertionPointToEnd(before);
+  SmallVector<Value> entry = {lower};
+  llvm::append_range(entry, inits);
+  LLVM::BrOp::create(rewriter, loc, entry, header);
+  rewriter.setInsertionPointToEnd(header);
+  LLVM::CondBrOp::create(rewriter, loc, e.slt(header->getArgument(0), upper),
+                         bodyBlock, header->getArguments(), exit,
+                         header->getArguments().drop_front());
+  rewriter.setInsertionPointToEnd(bodyBlock);
+  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), step)};
+  llvm::append_range(next, body(bodyBlock->getArgument(0),
+                                bodyBlock->getArguments().drop_front()));
+  LLVM::BrOp::create(rewriter, loc, next, header);
+  rewriter.setInsertionPointToStart(exit);
+  return results;
+}
+
+LLVM::LLVMFuncOp lowering::createKernelFunc(OpBuilder &b, KernelOp kernel,
+                                            StringRef suffix, int64_t threads,
+                                            Location loc) {
+  auto func = LLVM::LLVMFuncOp::create(
+      b, loc, (kernel.getSymName() + suffix).str(),
+      getKernelFuncType(kernel.getContext(), getKernelParams(kernel)));
+  func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
+                b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  annotateKernelFunc(func, kernel);
+  b.setInsertionPointToStart(func.addEntryBlock(b));
+  return func;
 }
 
 void lowering::emitIf(RewriterBase &rewriter, Location loc, Value cond,

@@ -292,6 +292,27 @@ private:
   mlir::Value firstRow, firstChunk, firstOffset;
 };
 
+/// `for (i = lower; i < upper; i += step)` (i32, step > 0) carrying
+/// `inits`, as blocks at the rewriter's insertion point; `body` gets i and
+/// the carried values and returns the next ones. The rewriter continues
+/// after the loop; returns the final values.
+llvm::SmallVector<mlir::Value>
+emitForLoop(mlir::RewriterBase &rewriter, mlir::Location loc,
+            mlir::Value lower, mlir::Value upper, int64_t step,
+            mlir::ValueRange inits,
+            llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                mlir::Value, mlir::ValueRange)>
+                body);
+
+/// An llvm.func kernel taking `kernel`'s parameters (KernelABI.h), named
+/// with `suffix`, for blocks of `threads` threads, annotated as
+/// annotateKernelFunc does, placed before `kernel`; the builder's insertion
+/// point is its entry block. The plan's extra kernels are built on it.
+mlir::LLVM::LLVMFuncOp createKernelFunc(mlir::OpBuilder &b,
+                                        attn::KernelOp kernel,
+                                        llvm::StringRef suffix,
+                                        int64_t threads, mlir::Location loc);
+
 /// Splits the current block and runs `body` only when `cond` holds; the
 /// rewriter continues after the conditional code.
 void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
@@ -320,6 +341,11 @@ public:
   mlir::Value groupSize();
   /// Packed row `row` as (position, head offset in the KV head's group).
   std::pair<mlir::Value, mlir::Value> unpackRow(mlir::Value row);
+  /// The positions of the first and last valid packed rows of query tile
+  /// `mBlock` (tile_m rows; seqlen_q * G of them in all): the query rows a
+  /// packed tile's KV bounds and key range are taken at.
+  std::pair<mlir::Value, mlir::Value>
+  packedTilePositions(mlir::Value mBlock, mlir::Value seqlenQ, int64_t tileM);
 
   const ConfigAttr config;
   const FragmentLayout layout;
