@@ -127,9 +127,25 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
   FloatAttr scale;
   if (spec.softmaxScale)
     scale = b.getF32FloatAttr(*spec.softmaxScale);
+  Value blockTable;
+  if (!spec.blockTable.empty()) {
+    for (auto [i, extra] : llvm::enumerate(spec.extraArgs))
+      if (extra.name == spec.blockTable)
+        blockTable = kernel.getExtraArgs()[i];
+    if (!blockTable || !isa<MemRefType>(blockTable.getType()) ||
+        cast<MemRefType>(blockTable.getType()).getRank() != 2 ||
+        !cast<MemRefType>(blockTable.getType()).getElementType().isInteger(32)) {
+      emitError(loc) << "the block table '" << spec.blockTable
+                     << "' must be an extra i32 tensor of rank 2 (declare it "
+                        "with AttentionSpec::pageKV)";
+      kernel.erase();
+      return failure();
+    }
+  }
   auto attention = AttentionOp::create(
       b, loc, kernel.getQ(), kernel.getK(), kernel.getV(), kernel.getO(),
-      kernel.getLse(), spec.causal, spec.windowLeft, spec.windowRight, scale);
+      kernel.getLse(), blockTable, spec.causal, spec.windowLeft,
+      spec.windowRight, scale);
   if (failed(traceHooks(kernel, attention, spec)) ||
       failed(verify(kernel))) {
     kernel.erase();

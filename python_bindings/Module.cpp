@@ -357,6 +357,17 @@ std::unique_ptr<KernelFamily> loadFamily(const std::string &path) {
 
 } // namespace
 
+/// What launch checks, with the SM count of the tensors' device where the
+/// plan needs one (derived kv_splits, the dispatch rule).
+static bool checkOnDevice(const KernelFamily &f,
+                          const std::vector<ArgValue> &values,
+                          std::string &error,
+                          runtime::CheckedLaunch *checked = nullptr) {
+  std::optional<int64_t> numSms;
+  return f.getNumSms(values, numSms, error) &&
+         f.check(values, error, checked, numSms);
+}
+
 PYBIND11_MODULE(_runtime, m) {
   m.doc() = "FlashTile's C++ runtime: load launch plans, check arguments "
             "and launch kernels (see flashtile.runtime for the torch API).";
@@ -413,7 +424,7 @@ PYBIND11_MODULE(_runtime, m) {
                 bindValues(f.getPlan(), args, kwargs);
             std::string error;
             runtime::CheckedLaunch checked;
-            if (!f.check(values, error, &checked))
+            if (!checkOnDevice(f, values, error, &checked))
               raise(error);
             const plan::LaunchPlan &plan = f.getPlan();
             py::list result;
@@ -438,7 +449,7 @@ PYBIND11_MODULE(_runtime, m) {
             std::vector<ArgValue> values =
                 bindValues(f.getPlan(), args, kwargs);
             std::string error;
-            if (!f.check(values, error))
+            if (!checkOnDevice(f, values, error))
               raise(error);
           },
           py::arg("args"), py::arg("kwargs"),
@@ -470,7 +481,7 @@ PYBIND11_MODULE(_runtime, m) {
                 bindValues(f.getPlan(), args, kwargs);
             std::string error;
             runtime::CheckedLaunch checked;
-            if (!f.check(values, error, &checked))
+            if (!checkOnDevice(f, values, error, &checked))
               raise(error);
             std::vector<void *> pointers;
             for (uint64_t w : workspaces)

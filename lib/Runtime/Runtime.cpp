@@ -1295,32 +1295,45 @@ KernelFamily::getFunctions(void *context, bool isPrimary, int device,
   return &loaded->functions;
 }
 
-bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
-                          std::string &error, const LaunchOptions &options) {
-  CheckedLaunch checked;
-  const Driver *drv = nullptr;
-  // The dispatch rule needs the multiprocessor count of the tensors' device.
+bool KernelFamily::getNumSms(const std::vector<ArgValue> &args,
+                             std::optional<int64_t> &numSms,
+                             std::string &error) const {
+  numSms.reset();
+  // The dispatch rule and derived sizes (kv_splits) need the
+  // multiprocessor count of the tensors' device.
+  if (plan.dispatch.empty() && plan.derived.empty())
+    return true;
   int tensorDevice = -1;
   if (args.size() == plan.arguments.size())
     for (size_t i = 0; i < args.size() && tensorDevice < 0; ++i)
       if (plan.arguments[i].kind == ArgKind::Tensor &&
           args[i].kind == ArgValue::Kind::Tensor)
         tensorDevice = args[i].tensor.device;
-  // So do derived sizes (kv_splits).
-  if ((!plan.dispatch.empty() || !plan.derived.empty()) && tensorDevice >= 0) {
-    if (!(drv = getDriver(error)))
-      return false;
-    CUdevice device = -1;
-    if (!drv->check(drv->cuDeviceGet(&device, tensorDevice),
-                    concat("cuDeviceGet(", tensorDevice, ")"), error))
-      return false;
-    std::optional<int> numSms = getDeviceAttribute(
-        *drv, device, kDeviceAttributeMultiprocessorCount, error);
-    if (!numSms || !check(args, error, &checked, *numSms, &options))
-      return false;
-  } else if (!check(args, error, &checked, std::nullopt, &options)) {
+  if (tensorDevice < 0)
+    return true;
+  const Driver *drv = getDriver(error);
+  if (!drv)
     return false;
-  }
+  CUdevice device = -1;
+  if (!drv->check(drv->cuDeviceGet(&device, tensorDevice),
+                  concat("cuDeviceGet(", tensorDevice, ")"), error))
+    return false;
+  std::optional<int> count = getDeviceAttribute(
+      *drv, device, kDeviceAttributeMultiprocessorCount, error);
+  if (!count)
+    return false;
+  numSms = *count;
+  return true;
+}
+
+bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
+                          std::string &error, const LaunchOptions &options) {
+  CheckedLaunch checked;
+  std::optional<int64_t> numSms;
+  if (!getNumSms(args, numSms, error) ||
+      !check(args, error, &checked, numSms, &options))
+    return false;
+  const Driver *drv = nullptr;
   for (size_t w = 0; w < options.workspaces.size() && w < plan.workspaces.size();
        ++w)
     if (reinterpret_cast<uintptr_t>(options.workspaces[w]) %

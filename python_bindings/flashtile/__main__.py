@@ -32,7 +32,7 @@ from .hooks import TensorSpec
 _FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
            "sink", "window",
            "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
-           "stages", "warps", "q_in_regs", "family", "kv_warps"}
+           "stages", "warps", "q_in_regs", "family", "kv_warps", "paged"}
 
 
 def _load_hooks(path):
@@ -86,7 +86,7 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
             entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
             entry.get("warps"), entry.get("q_in_regs"), captures=captures,
             sink=hooks.get("sink"), family=entry.get("family", "prefill"),
-            kv_warps=entry.get("kv_warps"))
+            kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")))
         kernel = compiler.compile_request(request, cache=cache)
         print(f"{kernel.key}  {request.description}", file=out)
         keys.append(kernel.key)

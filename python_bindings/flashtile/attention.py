@@ -64,7 +64,7 @@ def _check(q, k, v):
 
 
 def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
-            sink=None, family="prefill"):
+            sink=None, family="prefill", paged=False):
     """The compiled kernel for this call's dtype, head dims, hooks and
     family: from memory after the first call (the runtime checks every
     call's tensors)."""
@@ -72,7 +72,7 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
     try:
         fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
                 bool(causal), window, score_mod, mask_mod, sink, arch, isa,
-                family)
+                family, paged)
         hit = _compiled.get(fast)
     except (AttributeError, IndexError, TypeError):
         fast, hit = None, None
@@ -87,9 +87,9 @@ def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
     compiled = _compiler.compile(
         q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
         window=window, score_mod=score_mod, mask_mod=mask_mod, arch=target,
-        isa=target_isa, sink=sink, family=family)
+        isa=target_isa, sink=sink, family=family, paged=paged)
     key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
-           mask_mod, sink, target, target_isa, family)
+           mask_mod, sink, target, target_isa, family, paged)
     compiled.runtime_kernel()  # loaded once, here
     if fast is not None:
         _compiled[fast] = (compiled, key)
@@ -107,7 +107,7 @@ def _family(rows, heads_q, heads_kv, mask_mod):
 
 
 def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
-             arch, isa, family=None, layout="bhsd"):
+             arch, isa, family=None, layout="bhsd", paged=False):
     """The compiled kernel of a call, its memo key, and the runtime call's
     arguments: the (B, S, H, D) views and the extras as the hooks capture
     them now. `sinks` is read through the one sink hook (_sinks.py).
@@ -126,7 +126,7 @@ def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
     # The kernel is keyed by what _kernel reads: the last dims and dtypes,
     # the same in both layouts.
     compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa, sink, family)
+                            arch, isa, sink, family, paged)
     kwargs = (_hooks.read_captures((score_mod, mask_mod, sink),
                                    compiled.extras)
               if compiled.extras else {})
@@ -188,9 +188,11 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     return (out, lse) if return_lse else out
 
 
-def _append(k_cache, v_cache, k_new, v_new, cache_seqlens):
+def _append(k_cache, v_cache, k_new, v_new, cache_seqlens, block_table=None):
     """Writes k_new / v_new into the caches at cache_seqlens and returns the
-    lengths after the append (flashtile.decode)."""
+    lengths after the append (flashtile.decode). With a block table the
+    caches are page pools, and position p of sequence b is row
+    p % page_size of page block_table[b, p // page_size]."""
     import torch
     if k_new is None or v_new is None:
         raise FlashTileError("k_new and v_new go together: give both")
@@ -198,15 +200,18 @@ def _append(k_cache, v_cache, k_new, v_new, cache_seqlens):
         raise FlashTileError(
             "k_new needs cache_seqlens: the rows go at each sequence's length")
     batch, rows = k_new.shape[0], k_new.shape[1]
+    cache_batch = batch if block_table is not None else k_cache.shape[0]
     if (tuple(k_new.shape) != (batch, rows) + tuple(k_cache.shape[2:]) or
             tuple(v_new.shape) != (batch, rows) + tuple(v_cache.shape[2:]) or
-            batch != k_cache.shape[0] or tuple(cache_seqlens.shape) != (batch,)):
+            batch != cache_batch or tuple(cache_seqlens.shape) != (batch,)):
         raise FlashTileError(
             f"k_new {tuple(k_new.shape)} and v_new {tuple(v_new.shape)} must "
             f"be (B, Sn) + the caches' (Hkv, D) {tuple(k_cache.shape[2:])} / "
-            f"{tuple(v_cache.shape[2:])}, with B = {k_cache.shape[0]} and "
+            f"{tuple(v_cache.shape[2:])}, with B = {cache_batch} and "
             f"cache_seqlens of shape (B,), got {tuple(cache_seqlens.shape)}")
-    capacity = k_cache.shape[1]
+    page = k_cache.shape[1]
+    capacity = page * (block_table.shape[1] if block_table is not None
+                       else 1)
     if not torch.cuda.is_current_stream_capturing():
         longest = int((cache_seqlens.long() + rows).max()) if batch else 0
         if longest > capacity:
@@ -216,15 +221,20 @@ def _append(k_cache, v_cache, k_new, v_new, cache_seqlens):
     positions = (cache_seqlens.long().unsqueeze(1) +
                  torch.arange(rows, device=k_cache.device).unsqueeze(0))
     sequences = torch.arange(batch, device=k_cache.device).unsqueeze(1)
-    k_cache[sequences, positions] = k_new
-    v_cache[sequences, positions] = v_new
+    if block_table is not None:
+        pages = block_table.long()[sequences, positions // page]
+        k_cache[pages, positions % page] = k_new
+        v_cache[pages, positions % page] = v_new
+    else:
+        k_cache[sequences, positions] = k_new
+        v_cache[sequences, positions] = v_new
     return (cache_seqlens + rows).to(torch.int32)
 
 
 def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
-           v_new=None, softmax_scale=None, causal=False, window_size=(-1, -1),
-           score_mod=None, sinks=None, num_splits=0, return_softmax_lse=False,
-           out=None, arch=None, isa=None):
+           v_new=None, block_table=None, softmax_scale=None, causal=False,
+           window_size=(-1, -1), score_mod=None, sinks=None, num_splits=0,
+           return_softmax_lse=False, out=None, arch=None, isa=None):
     """Attention of new queries over a KV cache, in FlashAttention-2's
     layout and argument names (flash_attn_with_kvcache): q (B, Sq, Hq, D),
     k_cache and v_cache (B, Sk, Hkv, D) / (B, Sk, Hkv, Dv); returns out
@@ -251,13 +261,20 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
     * sinks, a float32 (Hq,) tensor: a learned logit per query head joins
       every row's softmax denominator (gpt-oss), once, in the combine;
     * score_mod: a hook, as in flashtile.attention (q_idx and h are the
-      query's position and head, though heads share a tile).
-
-    Paged caches (block_table) are not supported yet."""
+      query's position and head, though heads share a tile);
+    * block_table, an int32 (B, max_pages) tensor: paged KV, as vLLM and
+      FA2 have it. k_cache and v_cache are then page pools (num_pages,
+      page_size, Hkv, D), any page size, and key j of sequence b is row
+      j % page_size of page block_table[b, j // page_size]; a sequence
+      holds max_pages * page_size keys, or cache_seqlens[b]. Entries past
+      a sequence's keys are never used (an out-of-range one is clamped
+      into the pool, so it cannot fault)."""
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
     mask_mod = None
+    paged = block_table is not None
     if k_new is not None or v_new is not None:
-        cache_seqlens = _append(k_cache, v_cache, k_new, v_new, cache_seqlens)
+        cache_seqlens = _append(k_cache, v_cache, k_new, v_new, cache_seqlens,
+                                block_table)
     if cache_seqlens is not None:
         if window is not None:
             raise FlashTileError(
@@ -269,7 +286,10 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
         causal = False
     compiled, _, args, kwargs = _prepare(
         q, k_cache, v_cache, causal, window, softmax_scale, score_mod,
-        mask_mod, sinks, arch, isa, family="decode", layout="bshd")
+        mask_mod, sinks, arch, isa, family="decode", layout="bshd",
+        paged=paged)
+    if paged:
+        kwargs[_hooks.PAGE_TABLE] = block_table
     if out is not None:
         kwargs["o"] = out
     if not isinstance(num_splits, int) or num_splits < 0:

@@ -109,7 +109,7 @@ class KernelRequest:
                  arch="sm_120", isa=None, tile_m=None, tile_n=None,
                  stages=None, warps=None, q_in_regs=None,
                  name="flashtile_attention", captures=None, sink=None,
-                 family="prefill", kv_warps=None):
+                 family="prefill", kv_warps=None, paged=False):
         if not isinstance(head_dim, int) or isinstance(head_dim, bool):
             raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
         if family not in ("prefill", "decode"):
@@ -118,7 +118,8 @@ class KernelRequest:
         self.ir, self.extras = _hooks.kernel_ir(
             name, head_dim, dtype=dtype, head_dim_v=head_dim_v,
             causal=causal, window=window, scale=scale, score_mod=score_mod,
-            mask_mod=mask_mod, arch=arch, captures=captures, sink=sink)
+            mask_mod=mask_mod, arch=arch, captures=captures, sink=sink,
+            paged=paged)
         self.arch = arch
         self.isa = isa
         # The prefill family is the default and stays out of the pins (and
@@ -136,6 +137,8 @@ class KernelRequest:
             entry["head_dim_v"] = head_dim_v
         if window is not None:
             entry["window"] = list(window)
+        if paged:
+            entry["paged"] = True
         for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod),
                          ("sink", sink)):
             if fn is not None:
@@ -155,6 +158,7 @@ class KernelRequest:
                             f"{'/' + str(head_dim_v) if head_dim_v else ''}"
                             f"{' causal' if causal else ''}"
                             f"{f' window={tuple(window)}' if window else ''}"
+                            f"{' paged KV' if paged else ''}"
                             f"{' ' + hooks if hooks else ''}"
                             f"{' (decode family)' if family == 'decode' else ''}"
                             f" for {arch}"
@@ -364,15 +368,18 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
             warps=None, q_in_regs=None, name="flashtile_attention",
             cache=None, verbose=None, sink=None, family="prefill",
-            kv_warps=None):
+            kv_warps=None, paged=False):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
     tile parameters pin the configuration; `sink(b, h)` gives an attention
     sink's logit. `family="decode"` builds the decode family: a 16-row tile
     of packed GQA rows with KV warps, and split-KV with a combine kernel,
-    for decode steps and short queries. Returns a CompiledKernel."""
+    for decode steps and short queries. `paged=True`: K and V are page
+    pools (num_pages, page_size, Hkv, D), and the kernel takes an int32
+    (B, max_pages) `block_table` argument that lists each sequence's pages
+    (vLLM's layout; any page size). Returns a CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
                             tile_n, stages, warps, q_in_regs, name, sink=sink,
-                            family=family, kv_warps=kv_warps)
+                            family=family, kv_warps=kv_warps, paged=paged)
     return compile_request(request, cache=cache, verbose=verbose)

@@ -684,14 +684,20 @@ def _trace(kernel, fn, params, result_type, what, captures):
     return body
 
 
+# The argument name of a paged kernel's block table (kernel_ir(paged=True)).
+PAGE_TABLE = "block_table"
+
+
 def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,
-              arch="sm_120", captures=None, sink=None):
+              arch="sm_120", captures=None, sink=None, paged=False):
     """The kernel-level `attn` module of an attention with these hooks, and
     its extra arguments [(argument name, "tensor" | "scalar", the captured
     tensor or flashtile.Scalar, the hooks' variable name)] in kernel
     order. `captures` maps names the hooks capture to what to trace
-    in their place (TensorSpec stand-ins)."""
+    in their place (TensorSpec stand-ins). `paged`: K and V are page pools
+    read through a last extra argument `block_table`, an int32 (batch,
+    max_pages) tensor that the caller passes by name (not listed)."""
     if dtype not in ("f16", "bf16"):
         raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
     head_dim_v = head_dim if head_dim_v is None else head_dim_v
@@ -728,6 +734,13 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
         else:
             block_args.append(f"{arg.arg}: {arg.type}")
             extras.append((arg.name, "scalar", arg.scalar, arg.variable))
+    pages = ""
+    names_list = [e[0] for e in extras]
+    if paged:
+        table = "memref<?x?xi32, strided<[?, ?]>>"
+        block_args.append(f"%{PAGE_TABLE}: {table}")
+        names_list.append(PAGE_TABLE)
+        pages = f" pages(%{PAGE_TABLE} : {table})"
     attrs = []
     if causal:
         attrs.append("causal")
@@ -739,13 +752,13 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
         attrs.append(f"softmax_scale = {_float_literal(scale)} : f32")
     attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
     names = ""
-    if extras:
+    if names_list:
         names = " attributes {arg_names = [" + ", ".join(
-            f'"{e[0]}"' for e in extras) + "]}"
+            f'"{n}"' for n in names_list) + "]}"
     lines = ["module {",
              f"  attn.kernel @{name} arch(#attn.arch<{arch}>){names} {{",
              f"  ^bb0({', '.join(block_args)}):"]
-    head = (f"    attn.attention %q, %k, %v -> %o, %lse{attr_text} : "
+    head = (f"    attn.attention %q, %k, %v -> %o, %lse{pages}{attr_text} : "
             f"{tq}, {tq}, {tv} -> {tv}, {lse}")
     if not hooks:
         lines.append(head)

@@ -106,6 +106,27 @@ class CacheTest(unittest.TestCase):
         self.assertIn("family must be 'prefill' or 'decode', got 'draft'",
                       str(e.exception))
 
+    def test_paged_kv(self):
+        # Paged KV is its own kernel: a block_table argument after the
+        # hooks' captures, K and V shaped as page pools, seqlen_k the
+        # product max_pages * page_size; the manifest entry says so.
+        contiguous = self.build(family="decode")
+        paged = self.build(family="decode", paged=True)
+        self.assertNotEqual(contiguous.key, paged.key)
+        args = {a["name"]: a for a in paged.metadata["arguments"]}
+        self.assertEqual(args["block_table"]["dtype"], "i32")
+        self.assertEqual(args["block_table"]["shape"], ["batch", "max_pages"])
+        self.assertEqual(args["k"]["shape"][:2], ["num_pages", "page_size"])
+        params = {p["name"]: p for p in paged.metadata["kernels"][0]["params"]}
+        self.assertEqual(params["seqlen_k"]["from"]["value"],
+                         {"mul": ["max_pages", "page_size"]})
+        request = ftc.KernelRequest(64, family="decode", paged=True)
+        self.assertTrue(request.manifest_entry["paged"])
+        self.assertIn("paged KV", request.description)
+        self.assertIn('pages(%block_table : memref<?x?xi32, strided<[?, ?]>>)',
+                      request.ir)
+        self.assertNotIn("paged", ftc.KernelRequest(64).manifest_entry)
+
     def test_sizes_in_hooks_compile(self):
         # attn.size reaches the parser whole (its type once went missing):
         # a bottom-right causal mask written with the run-time sizes, in the

@@ -63,6 +63,12 @@ static cl::opt<std::string> window(
     "window",
     cl::desc("Sliding window LEFT,RIGHT in keys (-1: unbounded on that side)"),
     cl::init(""), cl::cat(specCat));
+static cl::opt<bool> pagedKV(
+    "paged-kv",
+    cl::desc("Paged KV: K and V are page pools (pages, page_size, heads_kv, "
+             "dim) addressed through an i32 (batch, max_pages) block_table "
+             "argument"),
+    cl::init(false), cl::cat(specCat));
 static cl::opt<std::string> kernelName("kernel-name",
                                        cl::desc("Symbol of the kernel"),
                                        cl::init("flash_fwd"),
@@ -166,7 +172,7 @@ static bool specFlagsGiven() {
   return archName.getNumOccurrences() || dtypeName.getNumOccurrences() ||
          headDim.getNumOccurrences() || headDimV.getNumOccurrences() ||
          causal.getNumOccurrences() || kernelName.getNumOccurrences() ||
-         window.getNumOccurrences();
+         window.getNumOccurrences() || pagedKV.getNumOccurrences();
 }
 
 /// The module to compile: parsed from the input file, or built from flags.
@@ -176,7 +182,7 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
     if (specFlagsGiven()) {
       emitError(UnknownLoc::get(&ctx))
           << "--arch/--dtype/--head-dim/--head-dim-v/--causal/--window/"
-             "--kernel-name "
+             "--paged-kv/--kernel-name "
              "describe the built-in kernel and cannot be combined with an "
              "input file; the file's attn.kernel carries them";
       return nullptr;
@@ -232,6 +238,8 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
     spec.windowLeft = left;
     spec.windowRight = right;
   }
+  if (pagedKV)
+    spec.pageKV();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   if (failed(dsl::buildAttentionKernel(*module, spec, loc)))
     return nullptr;

@@ -50,6 +50,9 @@ struct AttentionSpec {
   std::optional<float> softmaxScale;
   /// Extra tensor and scalar arguments, in order.
   std::vector<ExtraArg> extraArgs;
+  /// Paged KV: the extra i32 (batch, max_pages) tensor that lists each
+  /// sequence's pages (pageKV); empty means K and V are contiguous.
+  std::string blockTable;
   /// Variant hooks (Hooks.h); empty means none.
   ScoreModFn scoreMod;
   MaskModFn maskMod;
@@ -60,6 +63,14 @@ struct AttentionSpec {
   Tensor addTensor(std::string name, DType dtype, int64_t rank) {
     extraArgs.push_back({name, dtype, rank});
     return Tensor(std::move(name));
+  }
+  /// Pages K and V, as vLLM does: they become page pools (num_pages,
+  /// page_size, heads_kv, dim), and key j of batch b is row j mod page_size
+  /// of page table[b][j / page_size], with `table` the i32 (batch,
+  /// max_pages) extra tensor this declares. Hooks may read it too.
+  Tensor pageKV(std::string name = "block_table") {
+    blockTable = name;
+    return addTensor(std::move(name), DType::I32, 2);
   }
   /// Declares an extra scalar argument (I32, I64 or F32).
   Scalar addScalar(std::string name, DType dtype) {

@@ -186,6 +186,14 @@ public:
              std::optional<int64_t> numSms = std::nullopt,
              const LaunchOptions *options = nullptr) const;
 
+  /// The multiprocessor count `check` needs for these arguments: that of
+  /// the device of their first tensor, when the plan has a dispatch rule or
+  /// derived sizes (kv_splits); std::nullopt when it needs none or no
+  /// tensor is given. Loads the driver only then; false (and `error`) when
+  /// the driver fails.
+  bool getNumSms(const std::vector<ArgValue> &args,
+                 std::optional<int64_t> &numSms, std::string &error) const;
+
   /// The shape of every output argument for the given inputs (outputs in
   /// `args` may be absent; they are ignored). Fails when an input is
   /// missing or malformed, or an output's shape has a dimension the plan

@@ -80,17 +80,20 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
 };
 
 /// Replaces `op` (attn.key_range or attn.block_ranges) with its `within`
-/// tile range intersected with `mask`.
+/// tile range intersected with `mask`, followed by `more` results.
 template <typename OpTy, typename Adaptor>
 static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
                                     OpTy op, Adaptor adaptor, Emitter &e,
-                                    const KVTileRange<Value> &mask) {
+                                    const KVTileRange<Value> &mask,
+                                    ArrayRef<Value> more = {}) {
   KVTileRange<Value> within{
       adaptor.getWithinBegin(), adaptor.getWithinUnmaskedBegin(),
       adaptor.getWithinUnmaskedEnd(), adaptor.getWithinEnd()};
   KVTileRange<Value> range = intersectTileRanges(e, within, mask);
-  rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
-                          range.unmaskedEnd, range.end});
+  SmallVector<Value> results = {range.begin, range.unmaskedBegin,
+                                range.unmaskedEnd, range.end};
+  results.append(more.begin(), more.end());
+  rewriter.replaceOp(op, results);
 }
 
 /// The tile range of attn.kv_bounds refined by the mask's key interval,
@@ -151,7 +154,10 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
     KVTileRange<Value> mask = computeKeyRangeTiles(
         e, at0[0], at0[1], at1[0], at1[1], adaptor.getSeqlenK(), tileN,
         op.getExact());
-    replaceWithRefinedRange(rewriter, op, adaptor, e, mask);
+    // at1[1] is the largest hi of any row (inclusive).
+    Value keyEnd = e.smin(e.smax(e.add(at1[1], 1), e.i32(0)),
+                          adaptor.getSeqlenK());
+    replaceWithRefinedRange(rewriter, op, adaptor, e, mask, {keyEnd});
     return success();
   }
 };

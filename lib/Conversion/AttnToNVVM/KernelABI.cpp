@@ -49,6 +49,23 @@ static plan::Param sizeParam(std::string name) {
   return p;
 }
 
+/// The extra argument that pages K and V, or -1.
+static int64_t getPageTableArg(KernelOp kernel) {
+  ProblemAttr problem = kernel.getProblemInfo();
+  return problem ? problem.getPageTable() : -1;
+}
+
+bool flashtile::isPagedKV(KernelOp kernel) {
+  return getPageTableArg(kernel) >= 0;
+}
+
+Expr flashtile::getSeqlenK(KernelOp kernel) {
+  if (!isPagedKV(kernel))
+    return Expr::named("seqlen_k");
+  return Expr::apply(Expr::Op::Mul, {Expr::named(kMaxPagesSize),
+                                     Expr::named(kPageSizeSize)});
+}
+
 std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   using K = ParamSource::Kind;
   std::vector<plan::Param> params;
@@ -56,6 +73,7 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     params.push_back(param(t, ParamType::Ptr, K::Data, t));
   for (const char *size : {"seqlen_q", "seqlen_k", "heads_q", "heads_kv"})
     params.push_back(sizeParam(size));
+  params[kParamSeqlenK].source.value = getSeqlenK(kernel);
   static const char *const strideNames[] = {"batch", "seq", "head"};
   for (const char *t : {"q", "k", "v", "o"})
     for (int64_t i = 0; i < 3; ++i)
@@ -87,6 +105,9 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
                                            : ParamType::I64;
     params.push_back(param(name, ptype, K::Scalar, name));
   }
+  if (isPagedKV(kernel))
+    for (const char *size : {kPageSizeSize, kNumPagesSize})
+      params.push_back(sizeParam(size));
   if (hasKVSplits(kernel)) {
     auto value = [](Expr expr) {
       ParamSource source;
@@ -118,11 +139,19 @@ bool flashtile::hasKVSplits(KernelOp kernel) {
          !kernel.getBodyBlock().getOps<KVSplitOp>().empty();
 }
 
-int64_t flashtile::getKVSplitsParamIndex(KernelOp kernel) {
+static int64_t findParam(KernelOp kernel, StringRef name) {
   for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
-    if (p.name == kKVSplitsSize)
+    if (p.name == name)
       return static_cast<int64_t>(i);
   return -1;
+}
+
+int64_t flashtile::getKVSplitsParamIndex(KernelOp kernel) {
+  return findParam(kernel, kKVSplitsSize);
+}
+
+int64_t flashtile::getPagedKVParamIndex(KernelOp kernel) {
+  return findParam(kernel, kPageSizeSize);
 }
 
 static Expr named(const char *name) { return Expr::named(name); }
@@ -144,7 +173,7 @@ Expr flashtile::getKVSplitsRule(KernelOp kernel, int64_t blocksPerSM) {
   ConfigAttr config = kernel.getConfigAttr();
   Expr blocks =
       mul({getQueryTileCount(kernel), named("heads_kv"), named("batch")});
-  Expr tiles = Expr::ceilDiv(named("seqlen_k"),
+  Expr tiles = Expr::ceilDiv(getSeqlenK(kernel),
                              Expr::constant(config.getTileN()));
   return Expr::apply(Expr::Op::KVSplits,
                      {blocks, tiles, Expr::constant(blocksPerSM),
@@ -204,7 +233,8 @@ static Expr queryTiles(BlockRangesOp op) {
 }
 
 static Expr keyTiles(BlockRangesOp op) {
-  return Expr::ceilDiv(Expr::named("seqlen_k"), Expr::constant(op.getTileN()));
+  return Expr::ceilDiv(getSeqlenK(op->getParentOfType<KernelOp>()),
+                       Expr::constant(op.getTileN()));
 }
 
 /// The (heads, batch) axes of both block-mask kernels.
@@ -298,13 +328,15 @@ DiagonalTable flashtile::getDiagonalTable(KernelOp kernel) {
 /// Entries of one row of the diagonal table (KernelABI.h).
 static Expr diagonalTableRow(const DiagonalTable &table) {
   using Op = Expr::Op;
-  auto padded = [](const char *length, int64_t tile) {
-    return Expr::apply(Op::Mul, {Expr::ceilDiv(Expr::named(length),
+  auto padded = [](Expr length, int64_t tile) {
+    return Expr::apply(Op::Mul, {Expr::ceilDiv(std::move(length),
                                                Expr::constant(tile)),
                                  Expr::constant(tile)});
   };
-  return Expr::apply(Op::Add, {padded("seqlen_q", table.tileM),
-                               padded("seqlen_k", table.tileN)});
+  return Expr::apply(
+      Op::Add,
+      {padded(Expr::named("seqlen_q"), table.tileM),
+       padded(getSeqlenK(table.op->getParentOfType<KernelOp>()), table.tileN)});
 }
 
 std::array<Expr, 3> flashtile::getDiagonalTableGrid(const DiagonalTable &table) {
@@ -341,17 +373,19 @@ std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
   return grid;
 }
 
-/// A (batch, seq, heads, dim) tensor of the kernel.
+/// A (batch, seq, heads, dim) tensor of the kernel; a page pool
+/// (pages, rows, heads, dim) when `outer` names its first two extents.
 static plan::Argument tensorArg(std::string name, plan::ArgRole role,
                                 MemRefType type, const char *seq,
-                                const char *heads) {
+                                const char *heads,
+                                const char *outer = "batch") {
   plan::Argument a;
   a.name = std::move(name);
   a.kind = plan::ArgKind::Tensor;
   a.role = role;
   a.dtype = toPlanDType(type.getElementType());
   int64_t eltBytes = plan::getDTypeSize(a.dtype);
-  a.shape = {Expr::named("batch"), Expr::named(seq), Expr::named(heads),
+  a.shape = {Expr::named(outer), Expr::named(seq), Expr::named(heads),
              Expr::constant(type.getDimSize(3))};
   a.alignBytes = kCopyChunkBytes;
   a.contiguousLastDim = true;
@@ -365,10 +399,16 @@ void flashtile::describeKernelArguments(KernelOp kernel,
   auto memref = [](Value v) { return cast<MemRefType>(v.getType()); };
   plan.arguments.push_back(tensorArg("q", ArgRole::Input, memref(kernel.getQ()),
                                      "seqlen_q", "heads_q"));
+  // Paged KV: K and V are page pools, the block table lists each
+  // sequence's pages, and seqlen_k is getSeqlenK's product.
+  int64_t pageTable = getPageTableArg(kernel);
+  bool paged = pageTable >= 0;
+  const char *kvOuter = paged ? kNumPagesSize : "batch";
+  const char *kvRows = paged ? kPageSizeSize : "seqlen_k";
   plan.arguments.push_back(tensorArg("k", ArgRole::Input, memref(kernel.getK()),
-                                     "seqlen_k", "heads_kv"));
+                                     kvRows, "heads_kv", kvOuter));
   plan.arguments.push_back(tensorArg("v", ArgRole::Input, memref(kernel.getV()),
-                                     "seqlen_k", "heads_kv"));
+                                     kvRows, "heads_kv", kvOuter));
   plan.arguments.push_back(tensorArg("o", ArgRole::Output,
                                      memref(kernel.getO()), "seqlen_q",
                                      "heads_q"));
@@ -401,6 +441,8 @@ void flashtile::describeKernelArguments(KernelOp kernel,
       a.kind = plan::ArgKind::Scalar;
       a.dtype = toPlanDType(arg.getType());
     }
+    if (static_cast<int64_t>(i) == pageTable)
+      a.shape = {Expr::named("batch"), Expr::named(kMaxPagesSize)};
     plan.arguments.push_back(std::move(a));
   }
 
@@ -418,6 +460,24 @@ void flashtile::describeKernelArguments(KernelOp kernel,
                 {"seqlen_k", "k", 1},
                 {"heads_kv", "k", 2}};
   using Op = Expr::Op;
+  Expr seqlenK = getSeqlenK(kernel);
+  if (paged) {
+    plan.sizes[3] = {kNumPagesSize, "k", 0};
+    plan.sizes.push_back({kPageSizeSize, "k", 1});
+    plan.sizes.push_back(
+        {kMaxPagesSize, kernel.getExtraArgName(pageTable).str(), 1});
+    for (const char *size : {kNumPagesSize, kPageSizeSize})
+      plan.checks.push_back(
+          {Expr::apply(Op::Ge, {Expr::named(size), Expr::constant(1)}),
+           std::string("paged KV needs ") + size + " >= 1"});
+    // The kernel clamps each entry into [0, num_pages) with 32-bit
+    // arithmetic.
+    plan.checks.push_back(
+        {Expr::apply(Op::Le, {Expr::named(kNumPagesSize),
+                              Expr::constant(kMaxSequenceExtent)}),
+         std::string("num_pages must be at most ") +
+             std::to_string(kMaxSequenceExtent)});
+  }
   plan.checks.push_back(
       {Expr::apply(Op::Ge, {Expr::named("heads_kv"), Expr::constant(1)}),
        "K and V need at least one head"});
@@ -426,17 +486,20 @@ void flashtile::describeKernelArguments(KernelOp kernel,
                                                  Expr::named("heads_kv")}),
                             Expr::constant(0)}),
        "heads_q must be a multiple of heads_kv (grouped-query attention)"});
-  for (const char *length : {"seqlen_q", "seqlen_k"})
+  const char *seqlenKName =
+      paged ? "seqlen_k (max_pages * page_size)" : "seqlen_k";
+  for (auto [length, name] : {std::pair{Expr::named("seqlen_q"), "seqlen_q"},
+                              std::pair{seqlenK, seqlenKName}})
     plan.checks.push_back(
-        {Expr::apply(Op::Le, {Expr::named(length),
-                              Expr::constant(kMaxSequenceExtent)}),
-         std::string(length) + " must be at most " +
+        {Expr::apply(Op::Le,
+                     {length, Expr::constant(kMaxSequenceExtent)}),
+         std::string(name) + " must be at most " +
              std::to_string(kMaxSequenceExtent) +
              " (the kernel's index arithmetic is 32-bit)"});
   plan.checks.push_back(
       {Expr::apply(Op::Or, {Expr::apply(Op::Eq, {Expr::named("seqlen_q"),
                                                 Expr::constant(0)}),
-                            Expr::apply(Op::Ge, {Expr::named("seqlen_k"),
+                            Expr::apply(Op::Ge, {seqlenK,
                                                 Expr::constant(1)})}),
-       "seqlen_k must be at least 1 when there are queries"});
+       std::string(seqlenKName) + " must be at least 1 when there are queries"});
 }

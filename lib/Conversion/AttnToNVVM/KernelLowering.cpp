@@ -98,8 +98,11 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next += 2 * rank;
       tensors.push_back(desc);
     }
-    // kv_splits and the workspaces are read by the ops that use them
-    // (getKVSplitsParamIndex, getWorkspaceParam).
+    // Paged KV's sizes, kv_splits and the workspaces are read by the ops
+    // that use them (getPagedKVParamIndex, getKVSplitsParamIndex,
+    // getWorkspaceParam).
+    if (isPagedKV(op))
+      next += 2;
     if (hasKVSplits(op))
       next += 2;
     next += getWorkspaceParamIndices(op).size();

@@ -318,6 +318,12 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
     func->setAttr(kWorkspaceParamsAttrName, b.getDictionaryAttr(workspaces));
   if (int64_t index = getKVSplitsParamIndex(kernel); index >= 0)
     func->setAttr(kKVSplitsParamAttrName, b.getI64IntegerAttr(index));
+  if (int64_t index = getPagedKVParamIndex(kernel); index >= 0) {
+    int64_t table = kernel.getProblemInfo().getPageTable();
+    func->setAttr(kPagedKVParamsAttrName,
+                  b.getDenseI64ArrayAttr(
+                      {index, getExtraArgParamIndices(kernel)[table]}));
+  }
 }
 
 Value lowering::getQueryTiles(Emitter &e, Operation *op) {
@@ -453,10 +459,52 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
     length = e.mul(length, packedBy->groupSize());
 }
 
+TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
+                       Operation *pagedIn)
+    : e(e), packedBy(nullptr) {
+  base = e.extract(desc, kDescPtr);
+  length = e.extract(desc, kDescSeqlen);
+  strideSeq = e.extract(desc, kDescStrideSeq);
+  strideHead = e.extract(desc, kDescStrideHead);
+  headOffset = e.mul64(e.sext64(head), strideHead);
+  LLVM::LLVMFuncOp func = getFunc(pagedIn);
+  auto indices = func->getAttrOfType<DenseI64ArrayAttr>(kPagedKVParamsAttrName);
+  assert(indices && "the kernel lowering marks paged KV's parameters");
+  auto param = [&](int64_t index) { return func.getArgument(index); };
+  int64_t sizes = indices[0], table = indices[1];
+  pages.emplace();
+  pages->pageSize = param(sizes);
+  pages->lastPage = e.sub(param(sizes + 1), e.i32(1));
+  pages->strideBatch = e.extract(desc, kDescStrideBatch);
+  // The block table's parameters: pointer, 2 extents, 2 strides
+  // (KernelABI.h). Its row of `batch`:
+  pages->tableStride = param(table + 4);
+  pages->tableRow =
+      e.gep(param(table),
+            e.mul64(e.mul64(e.sext64(batch), param(table + 3)), e.i64(4)));
+}
+
 Value TensorRows::chunkAddress(Value row, Value chunk) {
   Value chunkOffset = e.sext64(e.mul(chunk, 8));
   Value rowOffset;
-  if (packedBy) {
+  if (pages) {
+    // Row r is row r mod page_size of the page the table lists at
+    // r / page_size. A stale entry (past the sequence's keys) is clamped
+    // into the pool (unsigned, so negative entries too): it may be read,
+    // never fault.
+    OpBuilder &b = e.builder();
+    Location loc = e.location();
+    Value slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
+    Value within = LLVM::URemOp::create(b, loc, row, pages->pageSize);
+    Value entryAddress = e.gep(
+        pages->tableRow, e.mul64(e.mul64(e.sext64(slot), pages->tableStride),
+                                 e.i64(4)));
+    Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), entryAddress,
+                                      /*alignment=*/4);
+    page = LLVM::UMinOp::create(b, loc, page, pages->lastPage);
+    rowOffset = e.add64(e.mul64(e.sext64(page), pages->strideBatch),
+                        e.mul64(e.sext64(within), strideSeq));
+  } else if (packedBy) {
     auto [position, head] = packedBy->unpackRow(row);
     rowOffset = e.add64(e.mul64(e.sext64(position), strideSeq),
                         e.mul64(e.sext64(head), strideHead));

@@ -161,6 +161,10 @@ constexpr llvm::StringLiteral kWorkspaceParamsAttrName =
     "attn.workspace_params";
 /// The attribute that marks the kv_splits parameter (split-KV kernels).
 constexpr llvm::StringLiteral kKVSplitsParamAttrName = "attn.kv_splits_param";
+/// The attribute that lists a lowered paged-KV kernel's page_size
+/// parameter (num_pages follows; getPagedKVParamIndex) and its block
+/// table's first parameter.
+constexpr llvm::StringLiteral kPagedKVParamsAttrName = "attn.paged_kv_params";
 /// Puts these on `func`, an llvm.func that takes `kernel`'s parameters.
 void annotateKernelFunc(mlir::LLVM::LLVMFuncOp func, attn::KernelOp kernel);
 /// The kv_splits parameter of the split-KV kernel `op` belongs to (or of
@@ -217,6 +221,11 @@ class TensorRows {
 public:
   TensorRows(Emitter &e, mlir::Value desc, mlir::Value batch,
              mlir::Value head, TileOpContext *packedBy = nullptr);
+  /// The rows of K or V in a page pool (attn.copy_async's `pages`), read
+  /// through the block table, page size and page count parameters of the
+  /// llvm.func that `pagedIn` belongs to.
+  TensorRows(Emitter &e, mlir::Value desc, mlir::Value batch,
+             mlir::Value head, mlir::Operation *pagedIn);
   mlir::Value seqlen() const { return length; }
   mlir::Value chunkAddress(mlir::Value row, mlir::Value chunk);
 
@@ -224,6 +233,10 @@ private:
   Emitter &e;
   TileOpContext *packedBy;
   mlir::Value base, length, strideSeq, strideHead, headOffset;
+  struct PageTable {
+    mlir::Value pageSize, lastPage, strideBatch, tableRow, tableStride;
+  };
+  std::optional<PageTable> pages;
 };
 
 /// The start of slot `tile mod slots` (floor modulo, so negative tiles map

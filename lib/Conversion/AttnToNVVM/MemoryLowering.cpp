@@ -30,8 +30,9 @@ struct SmemAllocLowering : public ConvertOpToLLVMPattern<SmemAllocOp> {
 };
 
 /// One tile of rows into a buffer slot, as 16-byte cp.async.cg chunks spread
-/// over the block's threads. Rows at or past the sequence end, and every row
-/// of a negative tile, copy 0 bytes, which zero-fills the chunk. The op
+/// over the block's threads. Rows at or past the sequence end (or the
+/// `limit`), and every row of a negative tile, copy 0 bytes, which
+/// zero-fills the chunk. The op
 /// commits exactly one group, as attn.async_wait counts them.
 struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
@@ -57,8 +58,18 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     ThreadCoords &thread = ctx.thread();
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
-    TensorRows src(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
-                   op.getPacked() ? &ctx : nullptr);
+    std::optional<TensorRows> paged, plain;
+    if (op.getPages())
+      paged.emplace(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
+                    op);
+    else
+      plain.emplace(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
+                    op.getPacked() ? &ctx : nullptr);
+    TensorRows &src = paged ? *paged : *plain;
+    // Rows past the key range's end are zero-filled like rows past the
+    // sequence: the mask drops them for every row of the block, and zeros
+    // keep a stale row's NaN out of P V.
+    Value rowLimit = adaptor.getLimit() ? adaptor.getLimit() : src.seqlen();
     Value firstRow = e.mul(tile, rows);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
@@ -66,7 +77,7 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
         Value globalRow = e.add(firstRow, walk.row(step));
         // Unsigned: rows of negative tiles are out of range too.
         Value inRange =
-            e.cmp(LLVM::ICmpPredicate::ult, globalRow, src.seqlen());
+            e.cmp(LLVM::ICmpPredicate::ult, globalRow, rowLimit);
         if (srcCols < cols)
           inRange = LLVM::AndOp::create(
               rewriter, loc, inRange,

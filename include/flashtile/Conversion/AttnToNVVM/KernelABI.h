@@ -109,8 +109,24 @@ enum KernelParamIndex : unsigned {
 /// The grid axis that carries each coordinate of a block.
 enum GridAxis : unsigned { kGridAxisMBlock = 0, kGridAxisHead, kGridAxisBatch };
 
+/// Paged KV (#attn.problem's page_table >= 0): K and V are page pools of
+/// `num_pages` pages of `page_size` rows (their first two extents), and the
+/// block table is (batch, `max_pages`). The kernel takes page_size and
+/// num_pages as two i32 parameters after the extra arguments'.
+inline constexpr const char *kPageSizeSize = "page_size";
+inline constexpr const char *kNumPagesSize = "num_pages";
+inline constexpr const char *kMaxPagesSize = "max_pages";
+bool isPagedKV(attn::KernelOp kernel);
+/// seqlen_k over the plan's sizes: the size itself, or max_pages *
+/// page_size with paged KV (a product, not a derived size, so that no
+/// launch option can override it).
+plan::Expr getSeqlenK(attn::KernelOp kernel);
+/// The index in getKernelParams of page_size (num_pages follows), or -1.
+int64_t getPagedKVParamIndex(attn::KernelOp kernel);
+
 /// The kernel's parameters, in order: the fixed prefix, then the extra
-/// arguments'.
+/// arguments', then page_size and num_pages with paged KV, then kv_splits
+/// and the split rows with split-KV, then the workspaces.
 std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 
 /// The position in getKernelParams of each extra argument's first

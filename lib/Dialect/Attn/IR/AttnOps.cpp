@@ -98,7 +98,9 @@ static bool hasContiguousLastDim(MemRefType type) {
 /// extra argument may not take one.
 static const char *const kReservedArgNames[] = {
     "q",     "k",        "v",        "o",       "lse", "softmax_scale",
-    "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv"};
+    "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv",
+    // Paged KV's sizes (KernelABI.h).
+    "page_size", "num_pages", "max_pages"};
 
 StringRef KernelOp::getExtraArgName(unsigned i) {
   return cast<StringAttr>((*getArgNames())[i]).getValue();
@@ -111,8 +113,11 @@ ProblemAttr KernelOp::getProblemInfo() {
   AttentionOp attention = *attentions.begin();
   auto [left, right] = attention.getEffectiveWindow();
   Builder b(getContext());
+  int64_t pageTable = -1;
+  if (Value table = attention.getBlockTable())
+    pageTable = cast<BlockArgument>(table).getArgNumber() - kNumTensors;
   return ProblemAttr::get(getContext(), attention.getCausal(), left, right,
-                          b.getF32FloatAttr(attention.getScale()));
+                          b.getF32FloatAttr(attention.getScale()), pageTable);
 }
 
 /// Extra arguments: tensors of any rank and the listed element types, or
@@ -236,6 +241,19 @@ LogicalResult KernelOp::verify() {
   if (types[3].getDimSize(3) != headDimV)
     return emitOpError() << "O has head_dim " << types[3].getDimSize(3)
                          << " but V has " << headDimV;
+  if (ProblemAttr problem = getProblemAttr())
+    if (int64_t table = problem.getPageTable(); table != -1) {
+      auto extras = getExtraArgs();
+      auto type = table >= 0 && table < static_cast<int64_t>(extras.size())
+                      ? dyn_cast<MemRefType>(extras[table].getType())
+                      : MemRefType();
+      if (!type || type.getRank() != 2 ||
+          !type.getElementType().isInteger(32))
+        return emitOpError() << "problem's page_table = " << table
+                             << " must name an extra i32 tensor of rank 2 "
+                                "(the kernel has "
+                             << extras.size() << " extra argument(s))";
+    }
   return success();
 }
 
@@ -308,10 +326,18 @@ static LogicalResult verifyHooks(Operation *op, Region &scoreMod,
 LogicalResult AttentionOp::verify() {
   auto kernel = (*this)->getParentOfType<KernelOp>();
   static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
-  for (auto [i, operand] : llvm::enumerate(getOperands()))
+  for (auto [i, operand] :
+       llvm::enumerate(getOperands().take_front(KernelOp::kNumTensors)))
     if (operand != kernel.getBodyBlock().getArgument(i))
       return emitOpError() << "operand #" << i << " must be the kernel's "
                            << names[i] << " argument";
+  if (Value table = getBlockTable()) {
+    auto arg = dyn_cast<BlockArgument>(table);
+    if (!arg || arg.getOwner() != &kernel.getBodyBlock() ||
+        arg.getArgNumber() < KernelOp::kNumTensors)
+      return emitOpError() << "pages: the block table must be one of the "
+                              "kernel's extra arguments (after LSE)";
+  }
 
   int64_t left = getWindowLeft(), right = getWindowRight();
   if (left < -1 || right < -1 || left > kMaxSequenceExtent ||
@@ -458,6 +484,28 @@ LogicalResult CopyAsyncOp::verify() {
                          << getPaddedHeadDim(src.getDimSize(3))
                          << " (padded to whole swizzle groups), got "
                          << dst.getDimSize(2);
+  if (getPages() && getPacked())
+    return emitOpError() << "pages a copy of packed rows: only K and V (the "
+                            "key rows) live in pages";
+  // The kernel's problem says whether K and V are paged (and by which
+  // argument); its copies of K and V must agree, or the lowering would
+  // address a page pool as a contiguous tensor or the other way round.
+  if (auto kernel = (*this)->getParentOfType<KernelOp>()) {
+    ProblemAttr problem = kernel.getProblemInfo();
+    int64_t pageTable = problem ? problem.getPageTable() : -1;
+    Value src = getSrc();
+    bool keyRows = src == kernel.getK() || src == kernel.getV();
+    if (keyRows && pageTable >= 0 &&
+        getPages() != kernel.getExtraArgs()[pageTable])
+      return emitOpError() << "copies K or V of a kernel whose problem pages "
+                              "them by extra argument "
+                           << pageTable << " without `pages` of it";
+    if (getPages() && (!keyRows || pageTable < 0))
+      return emitOpError() << "pages a copy, but "
+                           << (keyRows ? "the kernel's problem has no "
+                                         "page_table"
+                                       : "its source is not K or V");
+  }
   if (getPacked()) {
     auto kernel = (*this)->getParentOfType<KernelOp>();
     ConfigAttr config = kernel ? kernel.getConfigAttr() : ConfigAttr();

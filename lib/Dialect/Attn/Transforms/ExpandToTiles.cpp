@@ -51,6 +51,9 @@ struct TileProgramBuilder {
   Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
   Value qOperand;
   Value scale, scaleLog2;
+  /// One past the last key any row of the block may keep, when a key range
+  /// bounds the mask (null: seqlen_k).
+  Value keyEnd;
 
   MemRefType smemType(int64_t slots, int64_t rows, int64_t cols) {
     return MemRefType::get({slots, rows, cols}, dtype, MemRefLayoutAttrInterface(),
@@ -75,9 +78,17 @@ struct TileProgramBuilder {
   /// flight.
   int64_t steadyPending() { return 2 * (config.getStages() - 1); }
 
-  void copy(Value src, Value tile, Value headIdx, Value dst,
-            bool packed = false) {
-    CopyAsyncOp::create(b, loc, src, batch, tile, headIdx, dst, packed);
+  /// The block's query tile into Q's buffer.
+  void copyQ() {
+    CopyAsyncOp::create(b, loc, kernel.getQ(), batch, mBlock, head, qs,
+                        /*pages=*/Value(), /*limit=*/Value(),
+                        config.getPackGqa());
+  }
+  /// KV tile `tile` of `src` (K or V) into `dst`: through the page table
+  /// when K and V are paged, zero-filled from the key range's end on.
+  void copyKV(Value src, Value tile, Value dst) {
+    CopyAsyncOp::create(b, loc, src, batch, tile, kvHead, dst,
+                        attention.getBlockTable(), keyEnd, /*packed=*/false);
   }
   /// The score tile of one warp: its slice of the KV tile.
   FragType scoreType(Type elementType) {
@@ -130,8 +141,8 @@ void TileProgramBuilder::buildPrologue(Value end) {
   int64_t stages = config.getStages();
   // Groups issue as Q, K[end-1], V[end-1], K[end-2], ..., V[end-stages+1],
   // K[end-stages]: the state the steady-state loop expects on entry.
-  copy(kernel.getQ(), mBlock, head, qs, config.getPackGqa());
-  copy(kernel.getK(), minus(end, 1), kvHead, ks);
+  copyQ();
+  copyKV(kernel.getK(), minus(end, 1), ks);
   qOperand = qs;
   if (config.getQInRegs()) {
     // Q is the oldest group; K[end-1] may still fly. Moving Q to registers
@@ -141,8 +152,8 @@ void TileProgramBuilder::buildPrologue(Value end) {
         b, loc, fragType({config.getTileM(), headDim}, dtype), qs);
   }
   for (int64_t t = 1; t < stages; ++t) {
-    copy(kernel.getV(), minus(end, t), kvHead, vs);
-    copy(kernel.getK(), minus(end, t + 1), kvHead, ks);
+    copyKV(kernel.getV(), minus(end, t), vs);
+    copyKV(kernel.getK(), minus(end, t + 1), ks);
   }
 }
 
@@ -202,7 +213,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
   // K[j] has landed and every warp is done with P V[j+1]: V's next slot is
   // free.
   waitAndSync(steadyPending());
-  copy(kernel.getV(), minus(j, stages - 1), kvHead, vs);
+  copyKV(kernel.getV(), minus(j, stages - 1), vs);
   Value s = MmaQKOp::create(b, loc, scoreType(b.getF32Type()), qOperand, ks, j);
   // The hooks first: a score_mod may map -inf to a finite score (a softcap
   // does), so the window and the sequence end are applied after it.
@@ -216,7 +227,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
       scaleLog2);
   // V[j] has landed and every warp is done with Q K[j]^T: K's slot is free.
   waitAndSync(steadyPending());
-  copy(kernel.getK(), minus(j, stages), kvHead, ks);
+  copyKV(kernel.getK(), minus(j, stages), ks);
   Value newAcc =
       MmaPVOp::create(b, loc, acc.getType(), softmax.getP(), vs, j,
                       softmax.getNewAcc());
@@ -265,7 +276,7 @@ void TileProgramBuilder::build() {
       hasMaskMod() && !attention.getMaskMod().front().getArgument(1).use_empty();
   if (hasMaskMod() && !(packed && maskReadsHead)) {
     auto keyRange = KeyRangeOp::create(
-        b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
+        b, loc, idx, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
         range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
         tileM, config.getTileN(), /*exact=*/false, /*scan_rows=*/false);
     bool monotone = true;
@@ -278,6 +289,7 @@ void TileProgramBuilder::build() {
       keyRange.setScanRows(!monotone);
       range = {keyRange.getBegin(), keyRange.getUnmaskedBegin(),
                keyRange.getUnmaskedEnd(), keyRange.getEnd()};
+      keyEnd = keyRange.getKeyEnd();
       maskBounded = true;
       unmaskedNeedsMaskMod = !*exact;
     }

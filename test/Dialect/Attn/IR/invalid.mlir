@@ -774,3 +774,53 @@ attn.kernel @merge_wrong_shape arch(#attn.arch<sm_120>) config(#attn.config<tile
   attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse merge %mg
     : !attn.frag<16x128xf32>, !attn.frag<16xf32>, !attn.frag<16xf32>, memref<1x16x128xf16, 3> -> !t, !lse, memref<2x16x136xf32, 3>
 }
+
+// -----
+
+// Paged KV: K and V copies must agree with the kernel's problem.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!bt = memref<?x?xi32, strided<[?, ?]>>
+attn.kernel @paged_copy_without_pages arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"], problem = #attn.problem<causal = false, window_left = -1, window_right = -1, softmax_scale = 1.0 : f32, page_table = 0>} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  %ks = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{copies K or V of a kernel whose problem pages them by extra argument 0 without `pages` of it}}
+  attn.copy_async %k[%b, %m, %hkv] -> %ks : !t -> memref<2x64x128xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!bt = memref<?x?xi32, strided<[?, ?]>>
+attn.kernel @pages_without_problem arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  %ks = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{pages a copy, but the kernel's problem has no page_table}}
+  attn.copy_async %k[%b, %m, %hkv] pages %table : !bt -> %ks : !t -> memref<2x64x128xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!bt = memref<?x?xi32, strided<[?, ?]>>
+attn.kernel @paged_q arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"], problem = #attn.problem<causal = false, window_left = -1, window_right = -1, softmax_scale = 1.0 : f32, page_table = 0>} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{pages a copy, but its source is not K or V}}
+  attn.copy_async %q[%b, %m, %h] pages %table : !bt -> %qs : !t -> memref<1x64x128xf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!s = memref<?xi32, strided<[?]>>
+// expected-error @below {{problem's page_table = 0 must name an extra i32 tensor of rank 2 (the kernel has 1 extra argument(s))}}
+attn.kernel @page_table_wrong_arg arch(#attn.arch<sm_120>) attributes {arg_names = ["lengths"], problem = #attn.problem<causal = false, window_left = -1, window_right = -1, softmax_scale = 1.0 : f32, page_table = 0>} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %lengths: !s):
+}

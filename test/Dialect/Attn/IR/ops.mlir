@@ -71,3 +71,24 @@ attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
   attn.epilogue %r#2, %r#0, %r#1, %os, %scale -> %o[%b, %m, %h], %lse
     : !attn.frag<64x128xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x128xf16, 3> -> !t, !lse
 }
+
+// Paged KV: the block table is an extra argument; the expansion records it
+// on the problem and its copies read K and V through it.
+!bt = memref<?x?xi32, strided<[?, ?]>>
+// CHECK-LABEL: attn.kernel @paged
+// CHECK:         attn.attention %{{.*}} -> %{{.*}}, %{{.*}} pages(%{{.*}} : memref<?x?xi32, strided<[?, ?]>>) {causal}
+attn.kernel @paged arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  attn.attention %q, %k, %v -> %o, %lse pages(%table : !bt) {causal}
+    : !t, !t, !t -> !t, !lse
+}
+
+// CHECK-LABEL: attn.kernel @paged_copy
+// CHECK-SAME:    page_table = 0
+// CHECK:         attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] pages %{{.*}} : memref<?x?xi32, strided<[?, ?]>> limit %{{.*}} -> %{{.*}} : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<2x64x128xf16, 3>
+attn.kernel @paged_copy arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"], problem = #attn.problem<causal = false, window_left = -1, window_right = -1, softmax_scale = 1.0 : f32, page_table = 0>} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  %ks = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  attn.copy_async %k[%b, %m, %hkv] pages %table : !bt limit %sk -> %ks : !t -> memref<2x64x128xf16, 3>
+}

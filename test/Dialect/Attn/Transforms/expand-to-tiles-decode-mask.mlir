@@ -9,8 +9,13 @@
 !lse = memref<?x?x?xf32>
 !s = memref<?xi32, strided<[?]>>
 // CHECK-LABEL: attn.kernel @seqlens
-// CHECK:         %[[B:.*]], %[[UB:.*]], %[[UE:.*]], %[[E:.*]] = attn.key_range {{.*}} attributes {exact, tile_m = 16 : i64, tile_n = 64 : i64}
+// CHECK:         %[[B:[^,]*]], %[[UB:[^,]*]], %[[UE:[^,]*]], %[[E:[^,]*]], %[[KE:[^ ]*]] = attn.key_range {{.*}} attributes {exact, tile_m = 16 : i64, tile_n = 64 : i64}
 // CHECK:         attn.kv_split %[[B]], %[[UB]], %[[UE]], %[[E]]
+// Keys past the sequence's length are never read: the K and V copies stop
+// at the key range's end.
+// CHECK:         attn.copy_async {{.*}} {packed}
+// CHECK:         attn.copy_async %{{.*}} limit %[[KE]] ->
+// CHECK:         attn.copy_async %{{.*}} limit %[[KE]] ->
 // CHECK-NOT:     attn.block_ranges
 attn.kernel @seqlens arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 2, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) attributes {arg_names = ["cache_seqlens"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %seq: !s):

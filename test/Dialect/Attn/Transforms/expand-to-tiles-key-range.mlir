@@ -14,7 +14,7 @@
 // exact, because both sides reach -inf.
 // CHECK-LABEL: attn.kernel @prefix_lm
 // CHECK:         %[[B0:.*]], %[[UB0:.*]], %[[UE0:.*]], %[[E0:.*]] = attn.kv_bounds
-// CHECK:         %[[B:.*]], %[[UB:.*]], %[[UE:.*]], %[[E:.*]] = attn.key_range %{{.*}} within %[[B0]], %[[UB0]], %[[UE0]], %[[E0]] attributes {exact, tile_m = 64 : i64, tile_n = 32 : i64} {
+// CHECK:         %[[B:[^,]*]], %[[UB:[^,]*]], %[[UE:[^,]*]], %[[E:[^,]*]], %[[KE:[^ ]*]] = attn.key_range %{{.*}} within %[[B0]], %[[UB0]], %[[UE0]], %[[E0]] attributes {exact, tile_m = 64 : i64, tile_n = 32 : i64} {
 // CHECK-NEXT:    ^bb0(%{{.*}}: index, %{{.*}}: index, %[[Q:.*]]: index):
 // CHECK-DAG:       %[[NEG_INF:.*]] = arith.constant -1073741824 : index
 // CHECK-DAG:       %[[P:.*]] = attn.kernel_arg 0 : i32
@@ -117,7 +117,7 @@ attn.kernel @documents arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_nam
 !ids = memref<?xi32, strided<[?]>>
 #cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
 // CHECK-LABEL: attn.kernel @bounded
-// CHECK:         %[[B0:.*]], %[[UB0:.*]], %[[UE0:.*]], %[[E0:.*]] = attn.key_range {{.*}} attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
+// CHECK:         %[[B0:[^,]*]], %[[UB0:[^,]*]], %[[UE0:[^,]*]], %[[E0:[^,]*]], %[[KE0:[^ ]*]] = attn.key_range {{.*}} attributes {tile_m = 64 : i64, tile_n = 32 : i64} {
 // CHECK:           attn.yield
 // CHECK:         attn.block_ranges %{{.*}} within %[[B0]], %[[UB0]], %[[UE0]], %[[E0]] attributes {per_head, tile_m = 64 : i64, tile_n = 32 : i64}
 attn.kernel @bounded arch(#attn.arch<sm_120>) config(#cfg) attributes {arg_names = ["doc_ids"]} {

@@ -110,13 +110,16 @@ def Attn_ProblemAttr : AttrDef<Attn_Dialect, "Problem"> {
     kernel still answers "what does this compute" (for the launch plan, the
     report and later passes) without a snapshot on the side. The window is
     the effective one: causal is `window_right = 0`; -1 is unbounded.
+    `page_table` is the extra argument (0 is the first after LSE) that pages
+    K and V (the attention's `pages`), -1 when they are contiguous.
 
     ```mlir
     #attn.problem<causal = true, window_left = -1, window_right = 0, softmax_scale = 0.125 : f32>
     ```
   }];
   let parameters = (ins "bool":$causal, "int64_t":$window_left,
-                        "int64_t":$window_right, "::mlir::FloatAttr":$softmax_scale);
+                        "int64_t":$window_right, "::mlir::FloatAttr":$softmax_scale,
+                        DefaultValuedParameter<"int64_t", "-1">:$page_table);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

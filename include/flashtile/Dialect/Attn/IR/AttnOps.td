@@ -15,6 +15,7 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def Attn_GlobalTensor : MemRefRankOf<[F16, BF16], [4]>;
 def Attn_LseTensor : MemRefRankOf<[F32], [3]>;
+def Attn_PageTable : MemRefRankOf<[I32], [2]>;
 // f16/bf16 tiles; f32 only for the epilogue's merge buffer.
 def Attn_SharedBuffer : MemRefRankOf<[F16, BF16, F32], [3]>;
 def Attn_Frag : Type<CPred<"::llvm::isa<::flashtile::attn::FragType>($_self)">,
@@ -130,6 +131,16 @@ def Attn_AttentionOp : Attn_Op<"attention", [
     A row that sees no key gives O = 0 and LSE = -inf (LSE = sink with a
     sink).
 
+    `pages(%block_table)`: paged KV, as vLLM and FlashAttention-2's
+    `block_table` have it. K and V are page pools (num_pages, page_size,
+    heads_kv, head_dim); `block_table`, an i32 (batch, max_pages) extra
+    argument of the kernel, lists each sequence's pages, so that key j of
+    batch b is row `j mod page_size` of page `block_table[b][j / page_size]`
+    and seqlen_k is `max_pages * page_size`. Any page size works. Entries
+    outside [0, num_pages) are clamped into it, so a stale entry past a
+    sequence's keys never faults; keys a mask_mod bounds away (a
+    per-sequence length) are never read.
+
     ```mlir
     attn.attention %q, %k, %v -> %o, %lse {causal, softmax_scale = 0.125 : f32}
       : memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
@@ -140,6 +151,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
   let arguments = (ins Attn_GlobalTensor:$q, Attn_GlobalTensor:$k,
                        Attn_GlobalTensor:$v, Attn_GlobalTensor:$o,
                        Attn_LseTensor:$lse,
+                       Optional<Attn_PageTable>:$block_table,
                        UnitAttr:$causal,
                        DefaultValuedAttr<I64Attr, "-1">:$window_left,
                        DefaultValuedAttr<I64Attr, "-1">:$window_right,
@@ -147,7 +159,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [
   let regions = (region AnyRegion:$score_mod, AnyRegion:$mask_mod,
                  AnyRegion:$sink);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `->` $o `,` $lse attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
+    $q `,` $k `,` $v `->` $o `,` $lse
+    (`pages` `(` $block_table^ `:` qualified(type($block_table)) `)`)?
+    attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `,`
     qualified(type($v)) `->` qualified(type($o)) `,` qualified(type($lse))
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)? (`sink` $sink^)?
   }];
@@ -278,9 +292,12 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
     keeps and are never loaded; tiles in `[unmasked_begin, unmasked_end)` are
     seen whole by every row and kept whole by the mask, so they run without
     any mask (that range is empty unless `exact`).
+    `key_end` is one past the last key any row may keep (at most
+    seqlen_k): copies zero-fill the rows from there on, so keys past a
+    per-sequence length are never read (stale cache rows, an unused page).
 
     ```mlir
-    %b, %ub, %ue, %e = attn.key_range %m, %batch, %head, %sq, %sk
+    %b, %ub, %ue, %e, %ke = attn.key_range %m, %batch, %head, %sq, %sk
         within %b0, %ub0, %ue0, %e0 {tile_m = 128, tile_n = 64, exact} {
     ^bb0(%bi: index, %hi: index, %qi: index):
       ...
@@ -295,7 +312,7 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
                        I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$exact,
                        UnitAttr:$scan_rows);
   let results = (outs Index:$begin, Index:$unmasked_begin,
-                      Index:$unmasked_end, Index:$end);
+                      Index:$unmasked_end, Index:$end, Index:$key_end);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $m_block `,` $batch `,` $head `,` $seqlen_q `,` $seqlen_k `within`
@@ -417,7 +434,7 @@ def Attn_SmemAllocOp : Attn_Op<"smem_alloc"> {
   }];
 }
 
-def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
+def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
   let summary = "Asynchronous copy of one tile from global to shared memory";
   let description = [{
     Copies tile `tile` (rows `tile * R` to `tile * R + R - 1`, R the buffer's
@@ -434,6 +451,11 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     head `head + p % G`, G = heads_q / heads_kv; `head` is the first query
     head of the block's KV head.
 
+    `pages %block_table`: `src` is a page pool and row r of batch b is row
+    `r mod page_size` of page `block_table[b][r / page_size]` (the
+    attention's `pages`). `limit %n`: rows at or past n are zero-filled too
+    (a key range's `key_end`).
+
     ```mlir
     attn.copy_async %k[%b, %j, %hkv] -> %ks : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x128xf16, 3>
     attn.copy_async %q[%b, %mb, %h] -> %qs {packed} : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x16x128xf16, 3>
@@ -441,9 +463,12 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
   }];
   let arguments = (ins Attn_GlobalTensor:$src, Index:$batch, Index:$tile,
                        Index:$head, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
+                       Optional<Attn_PageTable>:$pages, Optional<Index>:$limit,
                        UnitAttr:$packed);
   let assemblyFormat = [{
-    $src `[` $batch `,` $tile `,` $head `]` `->` $dst attr-dict `:` qualified(type($src)) `->` qualified(type($dst))
+    $src `[` $batch `,` $tile `,` $head `]`
+    (`pages` $pages^ `:` qualified(type($pages)))? (`limit` $limit^)?
+    `->` $dst attr-dict `:` qualified(type($src)) `->` qualified(type($dst))
   }];
   let hasVerifier = 1;
 }
