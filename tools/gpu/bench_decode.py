@@ -24,6 +24,12 @@ table (bf16, B, Hq/Hkv, Sk, Sq, d) and every matching plan:
   bottom-right causal; SDPA's is_causal is top-left (a query would see Sq
   keys), so the peers run unmasked: the same bytes, Sq - 1 more keys a row.
 
+* Paged KV (the plans in DIR/paged, built with --paged-kv): the same K and
+  V copied into page pools of 16 rows in a random page order, addressed
+  through an int32 block table; checked like the others, and timed next to
+  the contiguous plan of the same dtype, head dim and mask ("x contiguous":
+  contiguous time / paged time).
+
 Prints one table; exit status 1 if any correctness check fails, else 0 (a
 benchmark: speed is reported, not asserted).
 """
@@ -49,6 +55,7 @@ SHAPES = [
 
 
 FORCED_SPLITS = 5
+PAGE_SIZE = 16
 
 
 def mean_us(torch, fn, warmup=3, reps=30):
@@ -88,14 +95,19 @@ def main():
 
     plans = [p for p in find_kernels([args.kernels])
              if os.path.basename(p).startswith("decode_")]
+    paged_dir = os.path.join(args.kernels, "paged")
+    if os.path.isdir(paged_dir):
+        plans += find_kernels([paged_dir])
     if args.only:
         plans = [p for p in plans
                  if os.path.basename(p)[:-len(".plan.json")] in args.only]
     kernels = []
     for path in plans:
         kernel = runtime.load(path)
-        kernels.append((os.path.basename(path)[:-len(".plan.json")], kernel,
-                        KernelInfo(kernel)))
+        name = os.path.basename(path)[:-len(".plan.json")]
+        if os.path.dirname(path) == paged_dir:
+            name = "paged/" + name
+        kernels.append((name, kernel, KernelInfo(kernel)))
     print(f"bench_decode: {len(kernels)} plan(s) on "
           f"{torch.cuda.get_device_name()}", flush=True)
 
@@ -131,14 +143,27 @@ def main():
                         qt, kt, vt, is_causal=causal and sq == sk,
                         enable_gqa=hq != hkv)
             peers[name] = try_time(torch, run)
+        # The same K and V in page pools, pages in a random order.
+        pages = sk // PAGE_SIZE
+        order = torch.randperm(b * pages, generator=gen, device="cuda")
+        pools = []
+        for t in (k, v):
+            pool = torch.empty_like(t).view(b * pages, PAGE_SIZE, hkv, d)
+            pool[order] = t.reshape(b * pages, PAGE_SIZE, hkv, d)
+            pools.append(pool)
+        table = order.view(b, pages).to(torch.int32)
+        contiguous = {}
         ref = None
         for name, kernel, meta in matching:
+            paged = name.startswith("paged/")
+            kk, vv = pools if paged else (k, v)
+            extra = {"block_table": table} if paged else {}
             o = torch.full((b, sq, hq, d), float("nan"), dtype=dtype, device="cuda")
             lse = torch.full((b, hq, sq), float("nan"), dtype=torch.float32,
                              device="cuda")
             verdict = "-"
             try:
-                kernel(q, k, v, o=o, lse=lse)
+                kernel(q, kk, vv, o=o, lse=lse, **extra)
                 torch.cuda.synchronize()
                 if not args.no_check:
                     if ref is None:
@@ -153,8 +178,8 @@ def main():
                     # count (the heuristic picks 1 for large batches).
                     o.fill_(float("nan"))
                     lse.fill_(float("nan"))
-                    kernel.launch(q, k, v, o=o, lse=lse,
-                                  sizes={"kv_splits": FORCED_SPLITS})
+                    kernel.launch(q, kk, vv, o=o, lse=lse,
+                                  sizes={"kv_splits": FORCED_SPLITS}, **extra)
                     torch.cuda.synchronize()
                     _, _, forced = compare(torch, meta, o.transpose(1, 2), lse,
                                            ref[0], ref[1])
@@ -164,12 +189,17 @@ def main():
                         failures += 1
                     else:
                         verdict += f"; {FORCED_SPLITS} splits ok"
-                t, err = try_time(torch, lambda: kernel(q, k, v, o=o, lse=lse))
+                t, err = try_time(
+                    torch, lambda: kernel(q, kk, vv, o=o, lse=lse, **extra))
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
                 t, err, verdict = None, "launch failed", "FAIL"
                 failures += 1
             fa2, cudnn = peers["fa2"][0], peers["cudnn"][0]
+            base = name[len("paged/"):] if paged else name
+            if not paged:
+                contiguous[base] = t
+            flat = contiguous.get(base) if paged else None
             rows.append([
                 f"B={b} {hq}/{hkv} Sk={sk} Sq={sq} d={d}" + (" causal" if causal else ""),
                 name, meta.config,
@@ -179,14 +209,15 @@ def main():
                 f"{fa2 / t:.2f}" if t and fa2 else "-",
                 f"{cudnn:.1f}" if cudnn else peers["cudnn"][1][:30],
                 f"{cudnn / t:.2f}" if t and cudnn else "-",
-                f"{roof:.1f}", verdict])
+                f"{roof:.1f}", f"{flat / t:.2f}" if flat and t else "-",
+                verdict])
             print(" | ".join(rows[-1]), flush=True)
-        del q, kv, ref
+        del q, kv, ref, pools, table
         torch.cuda.empty_cache()
 
     header = ["shape (bf16)", "plan", "config", "FlashTile us", "TB/s",
               "x roofline", "FA2 us", "x FA2", "cuDNN us", "x cuDNN",
-              "roofline us", "check"]
+              "roofline us", "x contiguous", "check"]
     print()
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

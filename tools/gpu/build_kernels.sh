@@ -15,12 +15,12 @@ out="${1:-$root/.gpu/kernels}"
 mode="${2:-full}" # full | quick | sweep | variants | decode
 compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
 mkdir -p "$out"
-rm -f "$out"/*.cubin "$out"/*.json
+rm -f "$out"/*.cubin "$out"/*.json "$out"/paged/*
 
-build() { # name, flags...
-  local name=$1; shift
-  "$compile" "$@" --kernel-name="$name" --emit=cubin \
-    -o "$out/$name.cubin" --launch-plan "$out/$name.plan.json"
+build() { # [folder/]name, flags...
+  local path=$1; shift
+  "$compile" "$@" --kernel-name="$(basename "$path")" --emit=cubin \
+    -o "$out/$path.cubin" --launch-plan "$out/$path.plan.json"
 }
 
 # The SM120 configuration at every head dim of the matrix (multiples of 8
@@ -62,6 +62,17 @@ decode() {
     --dtype=bf16 --head-dim=256 --causal
   build decode_f16_d128_window100_50 --arch=sm_120 --isa=sm_90 \
     --family=decode --dtype=f16 --head-dim=128 --window=100,50
+  # Paged KV, in a folder of its own (check_fwd.py's contiguous matrix
+  # cannot run them; bench_decode.py times them next to the contiguous ones).
+  mkdir -p "$out/paged"
+  for d in 64 128; do
+    for mask in full causal; do
+      flags=(--dtype=bf16 --head-dim=$d)
+      [ $mask = causal ] && flags+=(--causal)
+      build "paged/decode_bf16_d${d}_${mask}" --arch=sm_120 --isa=sm_90 \
+        --family=decode --paged-kv "${flags[@]}"
+    done
+  done
   for cfg in "64 2" "64 1" "128 1"; do
     set -- $cfg
     build "decode_bf16_d128_full_${1}st${2}" --arch=sm_120 --isa=sm_90 \

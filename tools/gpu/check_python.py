@@ -74,6 +74,31 @@ def reference(q, k, v, causal, score_mod, mask_mod, scale):
     return p @ v, lse
 
 
+def to_pages(k, v, page, lengths, gen):
+    """K and V (B, Sk, Hkv, D) as page pools of `page` rows in a random
+    order, with 3 stale pages of NaN, and the int32 block table; the
+    entries past each sequence's `lengths` (all Sk when None) are garbage
+    (-7 and 10^9)."""
+    B, Sk = k.shape[:2]
+    max_pages = -(-Sk // page)
+    num_pages = B * max_pages + 3
+    order = torch.randperm(num_pages, generator=gen)
+    k_pool = torch.full((num_pages, page) + tuple(k.shape[2:]), float("nan"),
+                        device=DEV, dtype=k.dtype)
+    v_pool = torch.full((num_pages, page) + tuple(v.shape[2:]), float("nan"),
+                        device=DEV, dtype=v.dtype)
+    table = torch.empty(B, max_pages, dtype=torch.int32)
+    for b in range(B):
+        n = Sk if lengths is None else lengths[b]
+        for i in range(max_pages):
+            p = int(order[b * max_pages + i])
+            rows = slice(i * page, min(Sk, (i + 1) * page))
+            k_pool[p, :rows.stop - rows.start] = k[b, rows]
+            v_pool[p, :rows.stop - rows.start] = v[b, rows]
+            table[b, i] = p if i * page < n else (-7 if i % 2 else 10 ** 9)
+    return k_pool, v_pool, table.to(DEV)
+
+
 def poison():
     """Fills memory the caching allocator hands out next with NaN."""
     junk = torch.full((64 << 20,), float("nan"), device=DEV)
@@ -334,6 +359,101 @@ def run_decode():
         passed += ok
         print(f"{'decode_append_no_room':40} {str(e)[:60]:40}  "
               f"{'PASS' if ok else 'FAIL'}")
+
+    # Paged KV (block_table): pages in random order in a pool with stale
+    # NaN pages; entries past each sequence's pages are garbage (-7, 10^9),
+    # clamped and never read; page sizes 16, 48, 256 and 1; with and
+    # without cache_seqlens, causal Sq = 4, sinks, the split count chosen
+    # and fixed; then an append through the block table.
+    for dtype, d, causal, with_sinks, page, shape, lengths in [
+        (torch.bfloat16, 128, False, False, 16, (4, 32, 8, 1, 1000), [0, 1, 999, 517]),
+        (torch.bfloat16, 128, True, True, 48, (3, 16, 2, 4, 777), [4, 300, 777]),
+        (torch.bfloat16, 128, False, False, 256, (2, 8, 1, 1, 4096), None),
+        (torch.float16, 64, True, False, 1, (2, 8, 2, 3, 130), [3, 130]),
+    ]:
+        B, Hq, Hkv, Sq, Sk = shape
+        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+        q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
+        k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
+        v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
+        k_pool, v_pool, table = to_pages(k, v, page, lengths, gen)
+        seqlens = (torch.tensor(lengths, dtype=torch.int32, device=DEV)
+                   if lengths is not None else None)
+        sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV) if with_sinks else None
+        L = (seqlens.long().view(B, 1, 1, 1) if seqlens is not None
+             else torch.full((B, 1, 1, 1), Sk, device=DEV))
+
+        def mask_mod(b, h, qi, ki, L=L, causal=causal, Sq=Sq):
+            keep = ki < L
+            return keep & (ki <= qi + L - Sq) if causal else keep
+        ref, ref_lse = reference(q.transpose(1, 2), k.transpose(1, 2),
+                                 v.transpose(1, 2), False, None, mask_mod,
+                                 1 / math.sqrt(d))
+        if sinks is not None:
+            sink = sinks.double().view(1, Hq, 1)
+            total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
+            ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
+            ref_lse = total_lse
+        for splits in (0, 3):
+            total += 1
+            poison()
+            out, lse = flashtile.decode(
+                q, k_pool, v_pool, block_table=table, cache_seqlens=seqlens,
+                causal=causal, sinks=sinks, num_splits=splits,
+                return_softmax_lse=True, arch=ARCH)
+            err = ((out.transpose(1, 2).double() - ref).abs().max()
+                   / ref.abs().max().clamp_min(1e-30)).item()
+            finite = torch.isfinite(ref_lse)
+            lse_err = (lse.double()[finite] - ref_lse[finite]).abs().max().item() \
+                if finite.any() else 0.0
+            same_inf = torch.equal(torch.isinf(lse), ~finite)
+            empty_ok = bool((out.transpose(1, 2)[~finite] == 0).all())
+            ok = (err < tol and lse_err < 1e-3 and same_inf and empty_ok
+                  and not torch.isnan(out).any().item())
+            passed += ok
+            label = (f"decode_paged{page}_{str(dtype)[6:]}_d{d}{'_c' if causal else ''}"
+                     f"{'_sinks' if with_sinks else ''}_splits{splits}")
+            print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk} L={lengths}':40} "
+                  f"{err:9.2e} {lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
+    # Append through the block table.
+    B, Hq, Hkv, Sk, d, Sn, page = 3, 16, 2, 600, 128, 4, 16
+    lengths = [10, 590, 0]
+    q = torch.randn(B, Sn, Hq, d, generator=gen).to(DEV, torch.bfloat16)
+    k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+    v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+    k_new = torch.randn(B, Sn, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+    v_new = torch.randn(B, Sn, Hkv, d, generator=gen).to(DEV, torch.bfloat16)
+    k_ref, v_ref = k.clone(), v.clone()
+    for b, n in enumerate(lengths):
+        k_ref[b, n:n + Sn] = k_new[b]
+        v_ref[b, n:n + Sn] = v_new[b]
+    after = [n + Sn for n in lengths]
+    k_pool, v_pool, table = to_pages(k, v, page, after, gen)
+    total += 1
+    poison()
+    out = flashtile.decode(q, k_pool, v_pool, block_table=table,
+                           cache_seqlens=torch.tensor(lengths, dtype=torch.int32,
+                                                      device=DEV),
+                           k_new=k_new, v_new=v_new, causal=True, arch=ARCH)
+    La = torch.tensor(after, device=DEV).long().view(B, 1, 1, 1)
+
+    def mask_mod(b, h, qi, ki, L=La, Sq=Sn):
+        return (ki < L) & (ki <= qi + L - Sq)
+    ref, _ = reference(q.transpose(1, 2), k_ref.transpose(1, 2),
+                       v_ref.transpose(1, 2), False, None, mask_mod,
+                       1 / math.sqrt(d))
+    err = ((out.transpose(1, 2).double() - ref).abs().max()
+           / ref.abs().max().clamp_min(1e-30)).item()
+    pages = table.long()
+    written = all(
+        torch.equal(k_pool[pages[b, p // page], p % page], k_ref[b, p]) and
+        torch.equal(v_pool[pages[b, p // page], p % page], v_ref[b, p])
+        for b, n in enumerate(after) for p in range(n))
+    ok = err < 1e-2 and written and not torch.isnan(out).any().item()
+    passed += ok
+    print(f"{'decode_paged_append_c':40} {f'Sn={Sn} L={lengths}':40} {err:9.2e} "
+          f"{'':9}  {'PASS' if ok else 'FAIL'}"
+          f"{'' if written else ' (pool not as expected)'}")
 
     # A CUDA graph: one capture with a fixed split count (num_splits) serves
     # lengths that change between replays (the grid and the workspaces
