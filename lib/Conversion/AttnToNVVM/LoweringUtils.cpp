@@ -479,31 +479,71 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
   // The block table's parameters: pointer, 2 extents, 2 strides
   // (KernelABI.h). Its row of `batch`:
   pages->tableStride = param(table + 4);
+  pages->lastSlot = e.sub(
+      LLVM::TruncOp::create(e.builder(), e.location(),
+                            e.builder().getI32Type(), param(table + 2)),
+      e.i32(1));
   pages->tableRow =
       e.gep(param(table),
             e.mul64(e.mul64(e.sext64(batch), param(table + 3)), e.i64(4)));
+}
+
+Value TensorRows::pagedRowOffset(Value slot, Value within) {
+  // Row r is row r mod page_size of the page the table lists at
+  // r / page_size. A slot past the table's row is clamped into it, and a
+  // stale entry (past the sequence's keys) into the pool (unsigned, so
+  // negative entries too): it may be read, never fault.
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  slot = LLVM::UMinOp::create(b, loc, slot, pages->lastSlot);
+  Value entryAddress = e.gep(
+      pages->tableRow,
+      e.mul64(e.mul64(e.sext64(slot), pages->tableStride), e.i64(4)));
+  Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), entryAddress,
+                                    /*alignment=*/4);
+  page = LLVM::UMinOp::create(b, loc, page, pages->lastPage);
+  return e.add64(e.add64(e.mul64(e.sext64(page), pages->strideBatch),
+                         e.mul64(e.sext64(within), strideSeq)),
+                 headOffset);
+}
+
+void TensorRows::startPagedWalk(Value first, int64_t stride) {
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  Value row = e.smax(first, e.i32(0));
+  pages->slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
+  pages->within = e.sub(row, e.mul(pages->slot, pages->pageSize));
+  // Loop-invariant: LLVM hoists them out of the KV loop.
+  pages->stepSlots = LLVM::UDivOp::create(b, loc, e.i32(stride),
+                                          pages->pageSize);
+  pages->stepRows =
+      e.sub(e.i32(stride), e.mul(pages->stepSlots, pages->pageSize));
+}
+
+void TensorRows::advancePagedWalk() {
+  Value within = e.add(pages->within, pages->stepRows);
+  Value slot = e.add(pages->slot, pages->stepSlots);
+  Value wrap = e.cmp(LLVM::ICmpPredicate::uge, within, pages->pageSize);
+  pages->within = e.select(wrap, e.sub(within, pages->pageSize), within);
+  pages->slot = e.select(wrap, e.add(slot, 1), slot);
+}
+
+Value TensorRows::pagedWalkChunkAddress(Value chunk) {
+  Value element = e.add64(pagedRowOffset(pages->slot, pages->within),
+                          e.sext64(e.mul(chunk, 8)));
+  return e.gep(base, e.mul64(element, e.i64(2)));
 }
 
 Value TensorRows::chunkAddress(Value row, Value chunk) {
   Value chunkOffset = e.sext64(e.mul(chunk, 8));
   Value rowOffset;
   if (pages) {
-    // Row r is row r mod page_size of the page the table lists at
-    // r / page_size. A stale entry (past the sequence's keys) is clamped
-    // into the pool (unsigned, so negative entries too): it may be read,
-    // never fault.
     OpBuilder &b = e.builder();
     Location loc = e.location();
     Value slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
-    Value within = LLVM::URemOp::create(b, loc, row, pages->pageSize);
-    Value entryAddress = e.gep(
-        pages->tableRow, e.mul64(e.mul64(e.sext64(slot), pages->tableStride),
-                                 e.i64(4)));
-    Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), entryAddress,
-                                      /*alignment=*/4);
-    page = LLVM::UMinOp::create(b, loc, page, pages->lastPage);
-    rowOffset = e.add64(e.mul64(e.sext64(page), pages->strideBatch),
-                        e.mul64(e.sext64(within), strideSeq));
+    Value within = e.sub(row, e.mul(slot, pages->pageSize));
+    Value element = e.add64(pagedRowOffset(slot, within), chunkOffset);
+    return e.gep(base, e.mul64(element, e.i64(2)));
   } else if (packedBy) {
     auto [position, head] = packedBy->unpackRow(row);
     rowOffset = e.add64(e.mul64(e.sext64(position), strideSeq),

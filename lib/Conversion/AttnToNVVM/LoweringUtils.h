@@ -227,14 +227,32 @@ public:
   TensorRows(Emitter &e, mlir::Value desc, mlir::Value batch,
              mlir::Value head, mlir::Operation *pagedIn);
   mlir::Value seqlen() const { return length; }
+  bool isPaged() const { return pages.has_value(); }
   mlir::Value chunkAddress(mlir::Value row, mlir::Value chunk);
 
+  /// Paged rows visited `first`, `first + stride`, ... (a thread's rows in
+  /// a TileChunkWalk): the page slot and the row within the page advance
+  /// by adding, with one division per walk instead of one per row. Any
+  /// row, in range or not, gives an address inside the pool (negative rows
+  /// start at 0; slots and entries are clamped).
+  void startPagedWalk(mlir::Value first, int64_t stride);
+  void advancePagedWalk();
+  mlir::Value pagedWalkChunkAddress(mlir::Value chunk);
+
 private:
+  /// The element offset of row `within` of the page the table lists at
+  /// `slot` (clamped into the table's row and the pool).
+  mlir::Value pagedRowOffset(mlir::Value slot, mlir::Value within);
+
   Emitter &e;
   TileOpContext *packedBy;
   mlir::Value base, length, strideSeq, strideHead, headOffset;
   struct PageTable {
-    mlir::Value pageSize, lastPage, strideBatch, tableRow, tableStride;
+    mlir::Value pageSize, lastPage, lastSlot, strideBatch, tableRow,
+        tableStride;
+    /// The walk: its slot and row within the page, and its step split into
+    /// whole pages and remaining rows.
+    mlir::Value slot, within, stepSlots, stepRows;
   };
   std::optional<PageTable> pages;
 };
@@ -293,6 +311,10 @@ public:
   mlir::Value chunk(int64_t step);
   /// Byte offset of the chunk in the swizzled tile.
   mlir::Value smemOffset(int64_t step);
+  /// Rows between a thread's consecutive steps when every thread keeps one
+  /// column and moves down by a fixed number of rows per step (then row(s)
+  /// = row(0) + s * rowsPerStep()), else 0.
+  int64_t getRowsPerStep() const { return rowsPerStep; }
 
 private:
   mlir::Value chunkId(int64_t step);

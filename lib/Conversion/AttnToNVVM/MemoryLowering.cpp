@@ -72,7 +72,14 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     Value rowLimit = adaptor.getLimit() ? adaptor.getLimit() : src.seqlen();
     Value firstRow = e.mul(tile, rows);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
+    // Paged rows advance by a fixed stride per step: the page walk adds
+    // instead of dividing per row.
+    bool pagedWalk = src.isPaged() && walk.getRowsPerStep();
+    if (pagedWalk)
+      src.startPagedWalk(e.add(firstRow, walk.row(0)), walk.getRowsPerStep());
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
+      if (pagedWalk && step)
+        src.advancePagedWalk();
       auto copyChunk = [&] {
         Value globalRow = e.add(firstRow, walk.row(step));
         // Unsigned: rows of negative tiles are out of range too.
@@ -82,9 +89,13 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
           inRange = LLVM::AndOp::create(
               rewriter, loc, inRange,
               e.slt(walk.chunk(step), e.i32(srcChunks)));
-        // Out-of-range rows read nothing, but keep the address valid.
-        Value safeRow = e.select(inRange, globalRow, e.i32(0));
-        Value from = src.chunkAddress(safeRow, walk.chunk(step));
+        // Out-of-range rows read nothing, but keep the address valid (the
+        // page walk's addresses always are).
+        Value from =
+            pagedWalk
+                ? src.pagedWalkChunkAddress(walk.chunk(step))
+                : src.chunkAddress(e.select(inRange, globalRow, e.i32(0)),
+                                   walk.chunk(step));
         Value to = e.gep(slotBase, walk.smemOffset(step));
         Value bytes = e.select(inRange, e.i32(kCopyChunkBytes), e.i32(0));
         NVVM::CpAsyncOp::create(
