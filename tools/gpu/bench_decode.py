@@ -163,6 +163,9 @@ def main():
                              device="cuda")
             verdict = "-"
             try:
+                # Kernel.check computes the derived kv_splits from the
+                # device's SM count, as a launch does (it once raised).
+                kernel.check(q, kk, vv, o=o, lse=lse, **extra)
                 kernel(q, kk, vv, o=o, lse=lse, **extra)
                 torch.cuda.synchronize()
                 if not args.no_check:
