@@ -152,6 +152,11 @@ Value Emitter::shflXor(Value x, int64_t laneMask) {
                               UnitAttr());
 }
 
+Value Emitter::shflIdx(Value x, Value lane) {
+  return NVVM::ShflOp::create(b, loc, x.getType(), i32(-1), x, lane,
+                              i32(0x1f), NVVM::ShflKind::idx, UnitAttr());
+}
+
 Value Emitter::gep(Value base, Value byteOffset) {
   return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
                              ValueRange{byteOffset});
@@ -488,13 +493,16 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
             e.mul64(e.mul64(e.sext64(batch), param(table + 3)), e.i64(4)));
 }
 
-Value TensorRows::pagedRowOffset(Value slot, Value within) {
+Value TensorRows::pagedRowOffset(Value row) {
   // Row r is row r mod page_size of the page the table lists at
   // r / page_size. A slot past the table's row is clamped into it, and a
   // stale entry (past the sequence's keys) into the pool (unsigned, so
   // negative entries too): it may be read, never fault.
   OpBuilder &b = e.builder();
   Location loc = e.location();
+  row = e.smax(row, e.i32(0));
+  Value slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
+  Value within = e.sub(row, e.mul(slot, pages->pageSize));
   slot = LLVM::UMinOp::create(b, loc, slot, pages->lastSlot);
   Value entryAddress = e.gep(
       pages->tableRow,
@@ -507,44 +515,17 @@ Value TensorRows::pagedRowOffset(Value slot, Value within) {
                  headOffset);
 }
 
-void TensorRows::startPagedWalk(Value first, int64_t stride) {
-  OpBuilder &b = e.builder();
-  Location loc = e.location();
-  Value row = e.smax(first, e.i32(0));
-  pages->slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
-  pages->within = e.sub(row, e.mul(pages->slot, pages->pageSize));
-  // Loop-invariant: LLVM hoists them out of the KV loop.
-  pages->stepSlots = LLVM::UDivOp::create(b, loc, e.i32(stride),
-                                          pages->pageSize);
-  pages->stepRows =
-      e.sub(e.i32(stride), e.mul(pages->stepSlots, pages->pageSize));
-}
-
-void TensorRows::advancePagedWalk() {
-  Value within = e.add(pages->within, pages->stepRows);
-  Value slot = e.add(pages->slot, pages->stepSlots);
-  Value wrap = e.cmp(LLVM::ICmpPredicate::uge, within, pages->pageSize);
-  pages->within = e.select(wrap, e.sub(within, pages->pageSize), within);
-  pages->slot = e.select(wrap, e.add(slot, 1), slot);
-}
-
-Value TensorRows::pagedWalkChunkAddress(Value chunk) {
-  Value element = e.add64(pagedRowOffset(pages->slot, pages->within),
-                          e.sext64(e.mul(chunk, 8)));
+Value TensorRows::chunkAddressAt(Value rowOffset, Value chunk) {
+  Value element = e.add64(rowOffset, e.sext64(e.mul(chunk, 8)));
   return e.gep(base, e.mul64(element, e.i64(2)));
 }
 
 Value TensorRows::chunkAddress(Value row, Value chunk) {
+  if (pages)
+    return chunkAddressAt(pagedRowOffset(row), chunk);
   Value chunkOffset = e.sext64(e.mul(chunk, 8));
   Value rowOffset;
-  if (pages) {
-    OpBuilder &b = e.builder();
-    Location loc = e.location();
-    Value slot = LLVM::UDivOp::create(b, loc, row, pages->pageSize);
-    Value within = e.sub(row, e.mul(slot, pages->pageSize));
-    Value element = e.add64(pagedRowOffset(slot, within), chunkOffset);
-    return e.gep(base, e.mul64(element, e.i64(2)));
-  } else if (packedBy) {
+  if (packedBy) {
     auto [position, head] = packedBy->unpackRow(row);
     rowOffset = e.add64(e.mul64(e.sext64(position), strideSeq),
                         e.mul64(e.sext64(head), strideHead));

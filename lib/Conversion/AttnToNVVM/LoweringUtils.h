@@ -107,6 +107,8 @@ public:
   mlir::Value rcp(mlir::Value x);
   /// shfl.sync.bfly over the full warp.
   mlir::Value shflXor(mlir::Value x, int64_t laneMask);
+  /// shfl.sync.idx over the full warp: `x` of lane `lane`.
+  mlir::Value shflIdx(mlir::Value x, mlir::Value lane);
 
   /// `base + byteOffset` for a pointer of any address space.
   mlir::Value gep(mlir::Value base, mlir::Value byteOffset);
@@ -230,19 +232,14 @@ public:
   bool isPaged() const { return pages.has_value(); }
   mlir::Value chunkAddress(mlir::Value row, mlir::Value chunk);
 
-  /// Paged rows visited `first`, `first + stride`, ... (a thread's rows in
-  /// a TileChunkWalk): the page slot and the row within the page advance
-  /// by adding, with one division per walk instead of one per row. Any
-  /// row, in range or not, gives an address inside the pool (negative rows
-  /// start at 0; slots and entries are clamped).
-  void startPagedWalk(mlir::Value first, int64_t stride);
-  void advancePagedWalk();
-  mlir::Value pagedWalkChunkAddress(mlir::Value chunk);
+  /// Paged: the element offset (i64) of row `row`'s start, through the
+  /// block table. Any row, in range or not, gives an offset inside the
+  /// pool: negative rows read row 0, and slots and entries are clamped.
+  mlir::Value pagedRowOffset(mlir::Value row);
+  /// The address of chunk `chunk` of the row at element offset `rowOffset`.
+  mlir::Value chunkAddressAt(mlir::Value rowOffset, mlir::Value chunk);
 
 private:
-  /// The element offset of row `within` of the page the table lists at
-  /// `slot` (clamped into the table's row and the pool).
-  mlir::Value pagedRowOffset(mlir::Value slot, mlir::Value within);
 
   Emitter &e;
   TileOpContext *packedBy;
@@ -250,9 +247,6 @@ private:
   struct PageTable {
     mlir::Value pageSize, lastPage, lastSlot, strideBatch, tableRow,
         tableStride;
-    /// The walk: its slot and row within the page, and its step split into
-    /// whole pages and remaining rows.
-    mlir::Value slot, within, stepSlots, stepRows;
   };
   std::optional<PageTable> pages;
 };

@@ -72,14 +72,52 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     Value rowLimit = adaptor.getLimit() ? adaptor.getLimit() : src.seqlen();
     Value firstRow = e.mul(tile, rows);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
-    // Paged rows advance by a fixed stride per step: the page walk adds
-    // instead of dividing per row.
-    bool pagedWalk = src.isPaged() && walk.getRowsPerStep();
-    if (pagedWalk)
-      src.startPagedWalk(e.add(firstRow, walk.row(0)), walk.getRowsPerStep());
+    // Paged rows: the threads of a row (one per chunk) share its page
+    // lookup. When a warp's rows of the whole tile fit in its lanes, lane l
+    // looks up the warp's l-th row once, and each step takes its row's
+    // offset by a shuffle; otherwise every row divides and loads itself.
+    int64_t chunksPerRow = cols / 8, rowsPerStep = walk.getRowsPerStep();
+    int64_t warpRowsPerStep =
+        chunksPerRow <= kWarpSize && kWarpSize % chunksPerRow == 0
+            ? kWarpSize / chunksPerRow
+            : 0;
+    bool sharedLookup = src.isPaged() && rowsPerStep && warpRowsPerStep &&
+                        walk.numSteps() * warpRowsPerStep <= kWarpSize;
+    Value laneRowOffset, rowLane;
+    if (sharedLookup) {
+      Value lane = thread.lane;
+      Value warp = e.udiv(thread.tid, kWarpSize);
+      // Thread t's row in step s is s * rowsPerStep + t / chunksPerRow, so
+      // warp w's are s * rowsPerStep + w * warpRowsPerStep + [0,
+      // warpRowsPerStep).
+      Value laneRow = e.add(
+          e.add(firstRow, e.mul(e.udiv(lane, warpRowsPerStep), rowsPerStep)),
+          e.add(e.mul(warp, warpRowsPerStep), e.urem(lane, warpRowsPerStep)));
+      laneRowOffset = src.pagedRowOffset(laneRow);
+      rowLane = e.udiv(lane, chunksPerRow);
+    }
     for (int64_t step = 0; step < walk.numSteps(); ++step) {
-      if (pagedWalk && step)
-        src.advancePagedWalk();
+      // Every lane takes part in the shuffles, before any partial step's
+      // branch.
+      Value rowOffset;
+      if (sharedLookup) {
+        Value from = e.add(rowLane, step * warpRowsPerStep);
+        Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
+        Value lo = e.shflIdx(LLVM::TruncOp::create(rewriter, loc, i32,
+                                                   laneRowOffset),
+                             from);
+        Value hi = e.shflIdx(
+            LLVM::TruncOp::create(
+                rewriter, loc, i32,
+                LLVM::LShrOp::create(rewriter, loc, laneRowOffset,
+                                     e.i64(32))),
+            from);
+        rowOffset = LLVM::OrOp::create(
+            rewriter, loc, LLVM::ZExtOp::create(rewriter, loc, i64, lo),
+            LLVM::ShlOp::create(rewriter, loc,
+                                LLVM::ZExtOp::create(rewriter, loc, i64, hi),
+                                e.i64(32)));
+      }
       auto copyChunk = [&] {
         Value globalRow = e.add(firstRow, walk.row(step));
         // Unsigned: rows of negative tiles are out of range too.
@@ -89,11 +127,11 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
           inRange = LLVM::AndOp::create(
               rewriter, loc, inRange,
               e.slt(walk.chunk(step), e.i32(srcChunks)));
-        // Out-of-range rows read nothing, but keep the address valid (the
-        // page walk's addresses always are).
+        // Out-of-range rows read nothing, but keep the address valid (paged
+        // offsets always are).
         Value from =
-            pagedWalk
-                ? src.pagedWalkChunkAddress(walk.chunk(step))
+            rowOffset
+                ? src.chunkAddressAt(rowOffset, walk.chunk(step))
                 : src.chunkAddress(e.select(inRange, globalRow, e.i32(0)),
                                    walk.chunk(step));
         Value to = e.gep(slotBase, walk.smemOffset(step));
