@@ -507,8 +507,12 @@ Value TensorRows::pagedRowOffset(Value row) {
   Value entryAddress = e.gep(
       pages->tableRow,
       e.mul64(e.mul64(e.sext64(slot), pages->tableStride), e.i64(4)));
+  // No kernel writes the block table: an invariant load (ld.global.nc,
+  // the read-only cache path).
   Value page = LLVM::LoadOp::create(b, loc, b.getI32Type(), entryAddress,
-                                    /*alignment=*/4);
+                                    /*alignment=*/4, /*isVolatile=*/false,
+                                    /*isNonTemporal=*/false,
+                                    /*isInvariant=*/true);
   page = LLVM::UMinOp::create(b, loc, page, pages->lastPage);
   return e.add64(e.add64(e.mul64(e.sext64(page), pages->strideBatch),
                          e.mul64(e.sext64(within), strideSeq)),
