@@ -128,17 +128,19 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
       // [max lo, min hi]: computeKeyRangeTiles takes them as two "rows".
       // The lanes of each warp take every 32nd row and reduce with
       // shuffles, so every warp holds the result (no shared memory; the op
-      // runs before any divergence, with whole warps).
+      // runs before any divergence, with whole warps). The rows are
+      // unrolled (at most tile_m / 32 of them), so that their loads issue
+      // together instead of one dependent chain per row; a lane past the
+      // last row evaluates the last row again, which changes no bound.
       Value big = e.i32(kKeyRangeUnbounded), small = e.i32(-kKeyRangeUnbounded);
       Value lane = ctx.thread().lane;
-      SmallVector<Value> bounds = emitForLoop(
-          rewriter, op.getLoc(), e.add(first, lane), e.add(last, 1), kWarpSize,
-          {big, small, small, big},
-          [&](Value row, ValueRange acc) -> SmallVector<Value> {
-            SmallVector<Value> at = hooks.emitAll(op.getBody(), {batch, head, row});
-            return {e.smin(acc[0], at[0]), e.smax(acc[1], at[0]),
-                    e.smax(acc[2], at[1]), e.smin(acc[3], at[1])};
-          });
+      SmallVector<Value> bounds = {big, small, small, big};
+      for (int64_t i = 0; i * kWarpSize < tileM; ++i) {
+        Value row = e.smin(e.add(first, e.add(lane, i * kWarpSize)), last);
+        SmallVector<Value> at = hooks.emitAll(op.getBody(), {batch, head, row});
+        bounds = {e.smin(bounds[0], at[0]), e.smax(bounds[1], at[0]),
+                  e.smax(bounds[2], at[1]), e.smin(bounds[3], at[1])};
+      }
       for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
         bounds[0] = e.smin(bounds[0], e.shflXor(bounds[0], mask));
         bounds[1] = e.smax(bounds[1], e.shflXor(bounds[1], mask));
