@@ -50,8 +50,19 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
     modules = {}
 
     def hooks_module(path):
+        """A hooks file next to the manifest ("hooks.py"), or an importable
+        module by name ("flashtile._varlen")."""
         if not path:
             return None
+        if not path.endswith(".py"):
+            if path not in modules:
+                try:
+                    modules[path] = importlib.import_module(path)
+                except ImportError as e:
+                    raise FlashTileError(
+                        f"{manifest_path}: hooks module {path!r} cannot be "
+                        f"imported: {e}") from None
+            return modules[path]
         path = os.path.join(folder, path)
         if path not in modules:
             modules[path] = _load_hooks(path)
@@ -69,11 +80,17 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
             name = entry.get(kind)
             if name is None:
                 continue
-            fn = getattr(module, name, None) if module else None
+            # "module:function" names a function of an importable module
+            # (the package's own hooks: "flashtile._varlen:causal_mask").
+            source = entry.get("hooks") or manifest.get("hooks")
+            owner = module
+            if ":" in name:
+                source, name = name.split(":", 1)
+                owner = hooks_module(source)
+            fn = getattr(owner, name, None) if owner else None
             if fn is None:
                 raise FlashTileError(
-                    f"{where}: {kind} {name!r} is not defined in "
-                    f"{entry.get('hooks') or manifest.get('hooks')}")
+                    f"{where}: {kind} {name!r} is not defined in {source}")
             hooks[kind] = fn
         captures = {name: TensorSpec(*spec)
                     for name, spec in (entry.get("captures") or {}).items()}

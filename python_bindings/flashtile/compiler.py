@@ -142,8 +142,14 @@ class KernelRequest:
         for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod),
                          ("sink", sink)):
             if fn is not None:
-                entry[kind] = fn.__name__
-                entry.setdefault("hooks", fn.__code__.co_filename)
+                # The package's own hooks (flashtile.varlen's, decode's)
+                # as module:function, any other by name in its file.
+                module = getattr(fn, "__module__", "") or ""
+                if module.startswith("flashtile."):
+                    entry[kind] = f"{module}:{fn.__name__}"
+                else:
+                    entry[kind] = fn.__name__
+                    entry.setdefault("hooks", fn.__code__.co_filename)
         entry.update(arch=arch, isa=isa, **self.pins)
         tensors = {e[3]: [_hooks.tensor_dtype(e[2]), len(e[2].shape)]
                    for e in self.extras if e[1] == "tensor"}

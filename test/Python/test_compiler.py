@@ -257,6 +257,35 @@ class CacheTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("flashtile prebuild: error: ", proc.stderr)
         self.assertIn("unknown field(s) head_dims", proc.stderr)
+        # The package's own hooks by module:function: flashtile.varlen's
+        # mask gives the entry a call would ask for, and the kernel a call
+        # hits; an unknown module or function is a clear error.
+        from flashtile import _varlen
+        caps = {n: flashtile.TensorSpec("torch.int32", 1)
+                for n in ("seq_q", "start_k", "end_k")}
+        request = ftc.KernelRequest(64, mask_mod=_varlen.mask, isa="sm_90",
+                                    captures=caps)
+        self.assertEqual(request.manifest_entry["mask_mod"],
+                         "flashtile._varlen:mask")
+        self.assertNotIn("hooks", request.manifest_entry)
+        packaged = {"head_dim": 64, "dtype": "bf16", "causal": False,
+                    "mask_mod": "flashtile._varlen:mask", "arch": "sm_120",
+                    "isa": "sm_90",
+                    "captures": {n: ["int32", 1] for n in caps}}
+        with open(manifest, "w") as f:
+            json.dump({"hooks": "my_hooks.py", "kernels": [packaged]}, f)
+        with contextlib.redirect_stderr(io.StringIO()):
+            keys = prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertEqual(keys, [ftc.cache_key(request)])
+        for name, why in (("flashtile._nothing:mask", "cannot be imported"),
+                          ("flashtile._varlen:nope",
+                           "mask_mod 'nope' is not defined in "
+                           "flashtile._varlen")):
+            with open(manifest, "w") as f:
+                json.dump({"kernels": [dict(packaged, mask_mod=name)]}, f)
+            with self.assertRaises(FlashTileError) as e:
+                prebuild(manifest, cache=self.cache, out=io.StringIO())
+            self.assertIn(why, str(e.exception))
 
     def test_compile_errors(self):
         with self.assertRaises(FlashTileError) as e:
