@@ -129,11 +129,15 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
               e.slt(walk.chunk(step), e.i32(srcChunks)));
         // Out-of-range rows read nothing, but keep the address valid (paged
         // offsets always are).
-        Value from =
-            rowOffset
-                ? src.chunkAddressAt(rowOffset, walk.chunk(step))
-                : src.chunkAddress(e.select(inRange, globalRow, e.i32(0)),
-                                   walk.chunk(step));
+        // (One value per statement: the order of the emitted ops must not
+        // depend on the C++ compiler's argument evaluation order.)
+        Value from;
+        if (rowOffset) {
+          from = src.chunkAddressAt(rowOffset, walk.chunk(step));
+        } else {
+          Value safeRow = e.select(inRange, globalRow, e.i32(0));
+          from = src.chunkAddress(safeRow, walk.chunk(step));
+        }
         Value to = e.gep(slotBase, walk.smemOffset(step));
         Value bytes = e.select(inRange, e.i32(kCopyChunkBytes), e.i32(0));
         NVVM::CpAsyncOp::create(
