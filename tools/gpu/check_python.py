@@ -362,14 +362,19 @@ def run_decode():
 
     # Paged KV (block_table): pages in random order in a pool with stale
     # NaN pages; entries past each sequence's pages are garbage (-7, 10^9),
-    # clamped and never read; page sizes 16, 48, 256 and 1; with and
-    # without cache_seqlens, causal Sq = 4, sinks, the split count chosen
-    # and fixed; then an append through the block table.
+    # clamped and never read; page sizes 16, 48, 256, 32 and 1; head dims
+    # 64, 96, 128 and 256; with and without cache_seqlens, causal Sq = 4,
+    # sinks, the split count chosen and fixed; then an append through the
+    # block table.
     for dtype, d, causal, with_sinks, page, shape, lengths in [
         (torch.bfloat16, 128, False, False, 16, (4, 32, 8, 1, 1000), [0, 1, 999, 517]),
         (torch.bfloat16, 128, True, True, 48, (3, 16, 2, 4, 777), [4, 300, 777]),
         (torch.bfloat16, 128, False, False, 256, (2, 8, 1, 1, 4096), None),
         (torch.float16, 64, True, False, 1, (2, 8, 2, 3, 130), [3, 130]),
+        # Head dims whose copies look up each row themselves (d = 256's
+        # decode config, d = 96's 12-chunk rows): the per-row path.
+        (torch.bfloat16, 256, True, False, 16, (2, 8, 2, 2, 300), [7, 300]),
+        (torch.float16, 96, False, False, 32, (2, 4, 4, 1, 200), [200, 33]),
     ]:
         B, Hq, Hkv, Sq, Sk = shape
         tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
