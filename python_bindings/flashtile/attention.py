@@ -234,14 +234,16 @@ def _append(k_cache, v_cache, k_new, v_new, cache_seqlens, block_table=None):
 def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
            v_new=None, block_table=None, softmax_scale=None, causal=False,
            window_size=(-1, -1), score_mod=None, sinks=None, num_splits=0,
-           return_softmax_lse=False, out=None, arch=None, isa=None):
+           return_softmax_lse=False, out=None, arch=None, isa=None,
+           seqused_k=None):
     """Attention of new queries over a KV cache, in FlashAttention-2's
     layout and argument names (flash_attn_with_kvcache): q (B, Sq, Hq, D),
     k_cache and v_cache (B, Sk, Hkv, D) / (B, Sk, Hkv, Dv); returns out
     (B, Sq, Hq, Dv) and, with return_softmax_lse, the LSE (B, Hq, Sq).
     Always the decode family (packed GQA rows, KV warps, split-KV):
 
-    * cache_seqlens, an int32 (B,) tensor (vLLM's seqused_k): the valid
+    * cache_seqlens, an int32 (B,) tensor (vLLM's name, seqused_k, is
+      accepted for it): the valid
       keys of each sequence's cache (the rest of Sk is ignored and never
       read, tile by tile); 0 gives O = 0 and LSE = -inf (or the sink);
     * k_new, v_new (B, Sn, Hkv, D): rows appended to the caches at
@@ -269,6 +271,12 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
       holds max_pages * page_size keys, or cache_seqlens[b]. Entries past
       a sequence's keys are never used (an out-of-range one is clamped
       into the pool, so it cannot fault)."""
+    if seqused_k is not None:
+        if cache_seqlens is not None:
+            raise FlashTileError(
+                "cache_seqlens and seqused_k are one argument (FA2's and "
+                "vLLM's names): give one")
+        cache_seqlens = seqused_k
     window = None if tuple(window_size) == (-1, -1) else tuple(window_size)
     mask_mod = None
     paged = block_table is not None

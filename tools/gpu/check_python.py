@@ -402,10 +402,13 @@ def run_decode():
         for splits in (0, 3):
             total += 1
             poison()
+            # vLLM's name for the lengths on the fixed-split calls.
+            lengths_arg = ({"seqused_k": seqlens} if splits
+                           else {"cache_seqlens": seqlens})
             out, lse = flashtile.decode(
-                q, k_pool, v_pool, block_table=table, cache_seqlens=seqlens,
-                causal=causal, sinks=sinks, num_splits=splits,
-                return_softmax_lse=True, arch=ARCH)
+                q, k_pool, v_pool, block_table=table, causal=causal,
+                sinks=sinks, num_splits=splits, return_softmax_lse=True,
+                arch=ARCH, **lengths_arg)
             err = ((out.transpose(1, 2).double() - ref).abs().max()
                    / ref.abs().max().clamp_min(1e-30)).item()
             finite = torch.isfinite(ref_lse)
