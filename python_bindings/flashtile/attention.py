@@ -200,7 +200,13 @@ def _append(k_cache, v_cache, k_new, v_new, cache_seqlens, block_table=None):
         raise FlashTileError(
             "k_new needs cache_seqlens: the rows go at each sequence's length")
     batch, rows = k_new.shape[0], k_new.shape[1]
-    cache_batch = batch if block_table is not None else k_cache.shape[0]
+    if block_table is not None and (not hasattr(block_table, "dim") or
+                                    block_table.dim() != 2):
+        raise FlashTileError(
+            f"block_table must be a (batch, max_pages) tensor, got "
+            f"{tuple(getattr(block_table, 'shape', ()))}")
+    cache_batch = (block_table.shape[0] if block_table is not None
+                   else k_cache.shape[0])
     if (tuple(k_new.shape) != (batch, rows) + tuple(k_cache.shape[2:]) or
             tuple(v_new.shape) != (batch, rows) + tuple(v_cache.shape[2:]) or
             batch != cache_batch or tuple(cache_seqlens.shape) != (batch,)):
@@ -223,6 +229,13 @@ def _append(k_cache, v_cache, k_new, v_new, cache_seqlens, block_table=None):
     sequences = torch.arange(batch, device=k_cache.device).unsqueeze(1)
     if block_table is not None:
         pages = block_table.long()[sequences, positions // page]
+        if not torch.cuda.is_current_stream_capturing() and pages.numel():
+            low, high = int(pages.min()), int(pages.max())
+            if low < 0 or high >= k_cache.shape[0]:
+                raise FlashTileError(
+                    f"block_table lists page {low if low < 0 else high} for "
+                    f"an appended row; the pool has pages 0 to "
+                    f"{k_cache.shape[0] - 1}")
         k_cache[pages, positions % page] = k_new
         v_cache[pages, positions % page] = v_new
     else:
@@ -284,6 +297,12 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
         cache_seqlens = _append(k_cache, v_cache, k_new, v_new, cache_seqlens,
                                 block_table)
     if cache_seqlens is not None:
+        if (not hasattr(cache_seqlens, "dim") or
+                tuple(cache_seqlens.shape) != (q.shape[0],)):
+            raise FlashTileError(
+                f"cache_seqlens must be a ({q.shape[0]},) tensor, one length "
+                f"per sequence of q, got "
+                f"{tuple(getattr(cache_seqlens, 'shape', ()))}")
         if window is not None:
             raise FlashTileError(
                 "window_size with cache_seqlens is not supported yet")

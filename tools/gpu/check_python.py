@@ -35,10 +35,11 @@ EXAMPLES = [  # name, kind, causalities
     ("document", "mask_mod", (True,)),
     ("prefix_lm", "mask_mod", (False,)),
     ("chunked", "mask_mod", (True,)),
+    ("falling", "mask_mod", (False,)),
 ]
 
 
-FLEX_SKIP = ("prefix_lm", "chunked")
+FLEX_SKIP = ("prefix_lm", "chunked", "falling")
 
 
 def set_inputs(B, Hq, S, gen):

@@ -39,6 +39,12 @@ def prefix_lm(b, h, q_idx, kv_idx):
     return (kv_idx <= q_idx) | (kv_idx < PREFIX)
 
 
+def falling(b, h, q_idx, kv_idx):
+    # A key interval whose upper end falls as q_idx grows: the first row of
+    # a tile keeps the most keys (the K/V copies' key_end must see that).
+    return kv_idx <= 200 - q_idx
+
+
 def chunked(b, h, q_idx, kv_idx):
     return q_idx // 128 == kv_idx // 128
 

@@ -156,8 +156,11 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
     KVTileRange<Value> mask = computeKeyRangeTiles(
         e, at0[0], at0[1], at1[0], at1[1], adaptor.getSeqlenK(), tileN,
         op.getExact());
-    // at1[1] is the largest hi of any row (inclusive).
-    Value keyEnd = e.smin(e.smax(e.add(at1[1], 1), e.i32(0)),
+    // One past the largest hi of any row: a monotone interval's hi may
+    // decrease with the row (keys <= c - q_idx), so the larger of the two
+    // ends (in the scan, at1[1] is the maximum already).
+    Value maxHi = e.smax(at0[1], at1[1]);
+    Value keyEnd = e.smin(e.smax(e.add(maxHi, 1), e.i32(0)),
                           adaptor.getSeqlenK());
     replaceWithRefinedRange(rewriter, op, adaptor, e, mask, {keyEnd});
     return success();

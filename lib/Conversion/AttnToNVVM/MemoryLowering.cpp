@@ -69,7 +69,12 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     // Rows past the key range's end are zero-filled like rows past the
     // sequence: the mask drops them for every row of the block, and zeros
     // keep a stale row's NaN out of P V.
-    Value rowLimit = adaptor.getLimit() ? adaptor.getLimit() : src.seqlen();
+    // A limit only ever narrows the sequence (a negative one copies
+    // nothing), whatever IR gave it.
+    Value rowLimit = src.seqlen();
+    if (Value limit = adaptor.getLimit())
+      rowLimit = LLVM::UMinOp::create(rewriter, loc,
+                                      e.smax(limit, e.i32(0)), rowLimit);
     Value firstRow = e.mul(tile, rows);
     TileChunkWalk walk(e, thread.tid, threads, rows, cols);
     // Paged rows: the threads of a row (one per chunk) share its page

@@ -114,8 +114,8 @@ ProblemAttr KernelOp::getProblemInfo() {
   auto [left, right] = attention.getEffectiveWindow();
   Builder b(getContext());
   int64_t pageTable = -1;
-  if (Value table = attention.getBlockTable())
-    pageTable = cast<BlockArgument>(table).getArgNumber() - kNumTensors;
+  if (auto table = dyn_cast_or_null<BlockArgument>(attention.getBlockTable()))
+    pageTable = static_cast<int64_t>(table.getArgNumber()) - kNumTensors;
   return ProblemAttr::get(getContext(), attention.getCausal(), left, right,
                           b.getF32FloatAttr(attention.getScale()), pageTable);
 }
