@@ -54,6 +54,9 @@ void flashtile::printSmemPlan(llvm::raw_ostream &os, KernelOp kernel) {
   else if (problem.getWindowLeft() >= 0 || problem.getWindowRight() >= 0)
     os << ", window (" << problem.getWindowLeft() << ", "
        << problem.getWindowRight() << ")";
+  if (problem.getPageTable() >= 0)
+    os << ", paged KV (block table '"
+       << kernel.getExtraArgName(problem.getPageTable()) << "')";
   os << ", softmax_scale "
      << llvm::format("%g", problem.getSoftmaxScale().getValueAsDouble())
      << "\n";
@@ -123,7 +126,7 @@ static llvm::json::Array hooksJson(KernelOp kernel) {
 
 llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
   ProblemAttr problem = kernel.getProblemInfo();
-  return llvm::json::Object{
+  llvm::json::Object facts{
       {"hooks", hooksJson(kernel)},
       {"dtype", elementTypeName(kernel.getQ())},
       {"head_dim", headDimOf(kernel.getQ())},
@@ -134,6 +137,11 @@ llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
       {"softmax_scale", problem.getSoftmaxScale().getValueAsDouble()},
       {"config", configJson(kernel.getConfigAttr())},
   };
+  // Only on paged kernels: every other plan's facts stay as they were.
+  if (problem.getPageTable() >= 0)
+    facts["paged_kv"] =
+        kernel.getExtraArgName(problem.getPageTable()).str();
+  return facts;
 }
 
 std::string flashtile::getSmemPlanJson(KernelOp kernel) {
