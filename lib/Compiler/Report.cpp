@@ -54,9 +54,9 @@ void flashtile::printSmemPlan(llvm::raw_ostream &os, KernelOp kernel) {
   else if (problem.getWindowLeft() >= 0 || problem.getWindowRight() >= 0)
     os << ", window (" << problem.getWindowLeft() << ", "
        << problem.getWindowRight() << ")";
-  if (problem.getPageTable() >= 0)
-    os << ", paged KV (block table '"
-       << kernel.getExtraArgName(problem.getPageTable()) << "')";
+  if (int64_t table = kernel.getPageTableArg(); table >= 0)
+    os << ", paged KV (block table '" << kernel.getExtraArgName(table)
+       << "')";
   os << ", softmax_scale "
      << llvm::format("%g", problem.getSoftmaxScale().getValueAsDouble())
      << "\n";
@@ -138,9 +138,8 @@ llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
       {"config", configJson(kernel.getConfigAttr())},
   };
   // Only on paged kernels: every other plan's facts stay as they were.
-  if (problem.getPageTable() >= 0)
-    facts["paged_kv"] =
-        kernel.getExtraArgName(problem.getPageTable()).str();
+  if (int64_t table = kernel.getPageTableArg(); table >= 0)
+    facts["paged_kv"] = kernel.getExtraArgName(table).str();
   return facts;
 }
 

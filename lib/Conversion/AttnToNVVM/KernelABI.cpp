@@ -49,14 +49,8 @@ static plan::Param sizeParam(std::string name) {
   return p;
 }
 
-/// The extra argument that pages K and V, or -1.
-static int64_t getPageTableArg(KernelOp kernel) {
-  ProblemAttr problem = kernel.getProblemInfo();
-  return problem ? problem.getPageTable() : -1;
-}
-
 bool flashtile::isPagedKV(KernelOp kernel) {
-  return getPageTableArg(kernel) >= 0;
+  return kernel.getPageTableArg() >= 0;
 }
 
 Expr flashtile::getSeqlenK(KernelOp kernel) {
@@ -401,7 +395,7 @@ void flashtile::describeKernelArguments(KernelOp kernel,
                                      "seqlen_q", "heads_q"));
   // Paged KV: K and V are page pools, the block table lists each
   // sequence's pages, and seqlen_k is getSeqlenK's product.
-  int64_t pageTable = getPageTableArg(kernel);
+  int64_t pageTable = kernel.getPageTableArg();
   bool paged = pageTable >= 0;
   const char *kvOuter = paged ? kNumPagesSize : "batch";
   const char *kvRows = paged ? kPageSizeSize : "seqlen_k";

@@ -324,7 +324,7 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
   if (int64_t index = getKVSplitsParamIndex(kernel); index >= 0)
     func->setAttr(kKVSplitsParamAttrName, b.getI64IntegerAttr(index));
   if (int64_t index = getPagedKVParamIndex(kernel); index >= 0) {
-    int64_t table = kernel.getProblemInfo().getPageTable();
+    int64_t table = kernel.getPageTableArg();
     func->setAttr(kPagedKVParamsAttrName,
                   b.getDenseI64ArrayAttr(
                       {index, getExtraArgParamIndices(kernel)[table]}));
@@ -450,13 +450,17 @@ Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
                                    kSmemSymbol);
 }
 
-TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
-                       TileOpContext *packedBy)
-    : e(e), packedBy(packedBy) {
+void TensorRows::readDescriptor(Value desc) {
   base = e.extract(desc, kDescPtr);
   length = e.extract(desc, kDescSeqlen);
   strideSeq = e.extract(desc, kDescStrideSeq);
   strideHead = e.extract(desc, kDescStrideHead);
+}
+
+TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
+                       TileOpContext *packedBy)
+    : e(e), packedBy(packedBy) {
+  readDescriptor(desc);
   headOffset = e.add64(e.mul64(e.sext64(batch),
                                e.extract(desc, kDescStrideBatch)),
                        e.mul64(e.sext64(head), strideHead));
@@ -467,10 +471,8 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
 TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
                        Operation *pagedIn)
     : e(e), packedBy(nullptr) {
-  base = e.extract(desc, kDescPtr);
-  length = e.extract(desc, kDescSeqlen);
-  strideSeq = e.extract(desc, kDescStrideSeq);
-  strideHead = e.extract(desc, kDescStrideHead);
+  readDescriptor(desc);
+  // The batch picks the block table's row, not the pool's page.
   headOffset = e.mul64(e.sext64(head), strideHead);
   LLVM::LLVMFuncOp func = getFunc(pagedIn);
   auto indices = func->getAttrOfType<DenseI64ArrayAttr>(kPagedKVParamsAttrName);

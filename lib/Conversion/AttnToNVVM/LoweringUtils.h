@@ -240,6 +240,9 @@ public:
   mlir::Value chunkAddressAt(mlir::Value rowOffset, mlir::Value chunk);
 
 private:
+  /// base, length and the sequence and head strides, from Q/K/V/O's
+  /// descriptor.
+  void readDescriptor(mlir::Value desc);
 
   Emitter &e;
   TileOpContext *packedBy;

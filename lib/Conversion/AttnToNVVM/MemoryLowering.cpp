@@ -58,14 +58,14 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     ThreadCoords &thread = ctx.thread();
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
-    std::optional<TensorRows> paged, plain;
+    std::optional<TensorRows> source;
     if (op.getPages())
-      paged.emplace(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
-                    op);
+      source.emplace(e, adaptor.getSrc(), adaptor.getBatch(),
+                     adaptor.getHead(), op);
     else
-      plain.emplace(e, adaptor.getSrc(), adaptor.getBatch(), adaptor.getHead(),
-                    op.getPacked() ? &ctx : nullptr);
-    TensorRows &src = paged ? *paged : *plain;
+      source.emplace(e, adaptor.getSrc(), adaptor.getBatch(),
+                     adaptor.getHead(), op.getPacked() ? &ctx : nullptr);
+    TensorRows &src = *source;
     // Rows past the key range's end are zero-filled like rows past the
     // sequence: the mask drops them for every row of the block, and zeros
     // keep a stale row's NaN out of P V.

@@ -120,6 +120,11 @@ ProblemAttr KernelOp::getProblemInfo() {
                           b.getF32FloatAttr(attention.getScale()), pageTable);
 }
 
+int64_t KernelOp::getPageTableArg() {
+  ProblemAttr problem = getProblemInfo();
+  return problem ? problem.getPageTable() : -1;
+}
+
 /// Extra arguments: tensors of any rank and the listed element types, or
 /// scalars; each named by `arg_names`.
 static LogicalResult verifyExtraArgs(KernelOp op) {
@@ -491,8 +496,7 @@ LogicalResult CopyAsyncOp::verify() {
   // argument); its copies of K and V must agree, or the lowering would
   // address a page pool as a contiguous tensor or the other way round.
   if (auto kernel = (*this)->getParentOfType<KernelOp>()) {
-    ProblemAttr problem = kernel.getProblemInfo();
-    int64_t pageTable = problem ? problem.getPageTable() : -1;
+    int64_t pageTable = kernel.getPageTableArg();
     Value src = getSrc();
     bool keyRows = src == kernel.getK() || src == kernel.getV();
     if (keyRows && pageTable >= 0 &&

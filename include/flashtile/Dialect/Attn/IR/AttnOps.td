@@ -101,6 +101,9 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     /// What the kernel computes: the attn.attention's mask and scale at the
     /// kernel level, the recorded `problem` at the tile level.
     ProblemAttr getProblemInfo();
+    /// The extra argument (0 is the first after LSE) that pages K and V
+    /// (getProblemInfo's page_table), or -1: contiguous, or no problem.
+    int64_t getPageTableArg();
   }];
 }
 
