@@ -100,6 +100,17 @@ def to_pages(k, v, page, lengths, gen):
     return k_pool, v_pool, table.to(DEV)
 
 
+def join_sinks(ref, ref_lse, sinks):
+    """The float64 reference with a sink logit per query head joining every
+    row's denominator (none when sinks is None)."""
+    if sinks is None:
+        return ref, ref_lse
+    sink = sinks.double().view(1, -1, 1)
+    total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
+    ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
+    return ref, total_lse
+
+
 def poison():
     """Fills memory the caching allocator hands out next with NaN."""
     junk = torch.full((64 << 20,), float("nan"), device=DEV)
@@ -188,9 +199,7 @@ def run_sinks():
                 out, lse = flashtile.attention(q, k, v, causal=True, sinks=sinks,
                                                return_lse=True, arch=ARCH)
                 ref, ref_lse = reference(q, k, v, True, None, None, 1 / math.sqrt(d))
-                sink = sinks.double().view(1, Hq, 1)
-                total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
-                ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
+                ref, total_lse = join_sinks(ref, ref_lse, sinks)
                 err = ((out.double() - ref).abs().max()
                        / ref.abs().max().clamp_min(1e-30)).item()
                 lse_err = (lse.double() - total_lse).abs().max().item()
@@ -240,11 +249,7 @@ def run_decode():
         ref, ref_lse = reference(q.transpose(1, 2), k.transpose(1, 2),
                                  v.transpose(1, 2), causal, score_mod, mask_mod,
                                  1 / math.sqrt(d))
-        if sinks is not None:
-            sink = sinks.double().view(1, Hq, 1)
-            total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
-            ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
-            ref_lse = total_lse
+        ref, ref_lse = join_sinks(ref, ref_lse, sinks)
         for splits in (0, 3):
             total += 1
             poison()
@@ -266,55 +271,6 @@ def run_decode():
                      f"{'_sinks' if with_sinks else ''}_splits{splits}")
             print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk}':22} {err:9.2e} "
                   f"{lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
-    # Per-sequence cache lengths (cache_seqlens), 0 and 1 included; causal
-    # aligned to each length; with sinks; the split count chosen and fixed.
-    for dtype, d, causal, with_sinks, shape, lengths in [
-        (torch.bfloat16, 128, False, False, (4, 32, 8, 1, 1000), [0, 1, 999, 517]),
-        (torch.bfloat16, 128, True, False, (3, 16, 2, 4, 777), [4, 300, 777]),
-        (torch.bfloat16, 128, True, True, (3, 8, 1, 1, 4097), [0, 4097, 2048]),
-        (torch.float16, 64, False, False, (2, 16, 4, 1, 300), [1, 129]),
-        (torch.float16, 64, True, False, (2, 8, 2, 3, 513), [3, 513]),
-    ]:
-        B, Hq, Hkv, Sq, Sk = shape
-        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
-        q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
-        k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
-        v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
-        seqlens = torch.tensor(lengths, dtype=torch.int32, device=DEV)
-        sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV) if with_sinks else None
-        L = seqlens.long().view(B, 1, 1, 1)
-
-        def mask_mod(b, h, qi, ki, L=L, causal=causal, Sq=Sq):
-            keep = ki < L
-            return keep & (ki <= qi + L - Sq) if causal else keep
-        ref, ref_lse = reference(q.transpose(1, 2), k.transpose(1, 2),
-                                 v.transpose(1, 2), False, None, mask_mod,
-                                 1 / math.sqrt(d))
-        if sinks is not None:
-            sink = sinks.double().view(1, Hq, 1)
-            total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
-            ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
-            ref_lse = total_lse
-        for splits in (0, 3):
-            total += 1
-            poison()
-            out, lse = flashtile.decode(
-                q, k, v, cache_seqlens=seqlens, causal=causal, sinks=sinks,
-                num_splits=splits, return_softmax_lse=True, arch=ARCH)
-            err = ((out.transpose(1, 2).double() - ref).abs().max()
-                   / ref.abs().max().clamp_min(1e-30)).item()
-            finite = torch.isfinite(ref_lse)
-            lse_err = (lse.double()[finite] - ref_lse[finite]).abs().max().item() \
-                if finite.any() else 0.0
-            same_inf = torch.equal(torch.isinf(lse), ~finite)
-            empty_ok = bool((out.transpose(1, 2)[~finite] == 0).all())
-            ok = (err < tol and lse_err < 1e-3 and same_inf and empty_ok
-                  and not torch.isnan(out).any().item())
-            passed += ok
-            label = (f"decode_seqlens_{str(dtype)[6:]}_d{d}{'_c' if causal else ''}"
-                     f"{'_sinks' if with_sinks else ''}_splits{splits}")
-            print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk} L={lengths}':40} "
-                  f"{err:9.2e} {lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
     # KV append (k_new / v_new at cache_seqlens), then attention over the
     # longer caches; and a cache without room is refused.
     for causal, Sn, lengths in ((False, 1, [0, 100, 599]), (True, 4, [10, 596, 0])):
@@ -361,13 +317,18 @@ def run_decode():
         print(f"{'decode_append_no_room':40} {str(e)[:60]:40}  "
               f"{'PASS' if ok else 'FAIL'}")
 
-    # Paged KV (block_table): pages in random order in a pool with stale
-    # NaN pages; entries past each sequence's pages are garbage (-7, 10^9),
-    # clamped and never read; page sizes 16, 48, 256, 32 and 1; head dims
-    # 64, 96, 128 and 256; with and without cache_seqlens, causal Sq = 4,
-    # sinks, the split count chosen and fixed; then an append through the
-    # block table.
+    # Per-sequence cache lengths (cache_seqlens), 0 and 1 included; causal
+    # aligned to each length; with sinks; the split count chosen and fixed.
+    # The same through a block table (page set): pages in random order in a
+    # pool with stale NaN pages; entries past each sequence's pages are
+    # garbage (-7, 10^9), clamped and never read; page sizes 16, 48, 256, 32
+    # and 1; head dims 64, 96, 128 and 256; with and without lengths.
     for dtype, d, causal, with_sinks, page, shape, lengths in [
+        (torch.bfloat16, 128, False, False, None, (4, 32, 8, 1, 1000), [0, 1, 999, 517]),
+        (torch.bfloat16, 128, True, False, None, (3, 16, 2, 4, 777), [4, 300, 777]),
+        (torch.bfloat16, 128, True, True, None, (3, 8, 1, 1, 4097), [0, 4097, 2048]),
+        (torch.float16, 64, False, False, None, (2, 16, 4, 1, 300), [1, 129]),
+        (torch.float16, 64, True, False, None, (2, 8, 2, 3, 513), [3, 513]),
         (torch.bfloat16, 128, False, False, 16, (4, 32, 8, 1, 1000), [0, 1, 999, 517]),
         (torch.bfloat16, 128, True, True, 48, (3, 16, 2, 4, 777), [4, 300, 777]),
         (torch.bfloat16, 128, False, False, 256, (2, 8, 1, 1, 4096), None),
@@ -382,7 +343,10 @@ def run_decode():
         q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
         k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
         v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
-        k_pool, v_pool, table = to_pages(k, v, page, lengths, gen)
+        # What the kernel reads: the caches themselves, or their pages.
+        k_in, v_in, table = k, v, None
+        if page is not None:
+            k_in, v_in, table = to_pages(k, v, page, lengths, gen)
         seqlens = (torch.tensor(lengths, dtype=torch.int32, device=DEV)
                    if lengths is not None else None)
         sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV) if with_sinks else None
@@ -395,19 +359,15 @@ def run_decode():
         ref, ref_lse = reference(q.transpose(1, 2), k.transpose(1, 2),
                                  v.transpose(1, 2), False, None, mask_mod,
                                  1 / math.sqrt(d))
-        if sinks is not None:
-            sink = sinks.double().view(1, Hq, 1)
-            total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
-            ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
-            ref_lse = total_lse
+        ref, ref_lse = join_sinks(ref, ref_lse, sinks)
         for splits in (0, 3):
             total += 1
             poison()
-            # vLLM's name for the lengths on the fixed-split calls.
-            lengths_arg = ({"seqused_k": seqlens} if splits
+            # vLLM's name for the lengths on the paged fixed-split calls.
+            lengths_arg = ({"seqused_k": seqlens} if page and splits
                            else {"cache_seqlens": seqlens})
             out, lse = flashtile.decode(
-                q, k_pool, v_pool, block_table=table, causal=causal,
+                q, k_in, v_in, block_table=table, causal=causal,
                 sinks=sinks, num_splits=splits, return_softmax_lse=True,
                 arch=ARCH, **lengths_arg)
             err = ((out.transpose(1, 2).double() - ref).abs().max()
@@ -420,7 +380,8 @@ def run_decode():
             ok = (err < tol and lse_err < 1e-3 and same_inf and empty_ok
                   and not torch.isnan(out).any().item())
             passed += ok
-            label = (f"decode_paged{page}_{str(dtype)[6:]}_d{d}{'_c' if causal else ''}"
+            kind = f"paged{page}" if page else "seqlens"
+            label = (f"decode_{kind}_{str(dtype)[6:]}_d{d}{'_c' if causal else ''}"
                      f"{'_sinks' if with_sinks else ''}_splits{splits}")
             print(f"{label:40} {f'{B},{Hq}/{Hkv},{Sq},{Sk} L={lengths}':40} "
                   f"{err:9.2e} {lse_err:9.2e}  {'PASS' if ok else 'FAIL'}")
