@@ -263,13 +263,14 @@ Value HookEmitter::load(memref::LoadOp op) {
   Value offset = e.i64(0);
   Value maxI32 = e.i64(std::numeric_limits<int32_t>::max());
   for (auto [d, index] : llvm::enumerate(op.getIndices())) {
-    Value size = getKernelParam(anchor, first + 1 + d);
+    Value size = getKernelParam(anchor, getExtraTensorSizeParam(first, d));
     Value last = e.sub(LLVM::TruncOp::create(b, loc, b.getI32Type(),
                                              LLVM::SMinOp::create(
                                                  b, loc, size, maxI32)),
                        e.i32(1));
     Value clamped = e.smin(e.smax(get(index), e.i32(0)), last);
-    Value stride = getKernelParam(anchor, first + 1 + rank + d);
+    Value stride =
+        getKernelParam(anchor, getExtraTensorStrideParam(first, rank, d));
     offset = e.add64(offset, e.mul64(e.sext64(clamped), stride));
   }
   Value base = getKernelParam(anchor, first);

@@ -87,15 +87,17 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
                                                   {ptr, ptr, i64, array, array})
                : LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64});
       MemRefDescriptor desc = MemRefDescriptor::poison(rewriter, loc, descType);
-      Value data = arg(next++);
+      int64_t first = next;
+      Value data = arg(first);
       desc.setAllocatedPtr(rewriter, loc, data);
       desc.setAlignedPtr(rewriter, loc, data);
       desc.setConstantOffset(rewriter, loc, 0);
       for (int64_t d = 0; d < rank; ++d)
-        desc.setSize(rewriter, loc, d, arg(next + d));
+        desc.setSize(rewriter, loc, d, arg(getExtraTensorSizeParam(first, d)));
       for (int64_t d = 0; d < rank; ++d)
-        desc.setStride(rewriter, loc, d, arg(next + rank + d));
-      next += 2 * rank;
+        desc.setStride(rewriter, loc, d,
+                       arg(getExtraTensorStrideParam(first, rank, d)));
+      next = static_cast<unsigned>(getExtraTensorStrideParam(first, rank, rank));
       tensors.push_back(desc);
     }
     // Paged KV's sizes, kv_splits and the workspaces are read by the ops

@@ -483,16 +483,18 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
   pages->pageSize = param(sizes);
   pages->lastPage = e.sub(param(sizes + 1), e.i32(1));
   pages->strideBatch = e.extract(desc, kDescStrideBatch);
-  // The block table's parameters: pointer, 2 extents, 2 strides
-  // (KernelABI.h). Its row of `batch`:
-  pages->tableStride = param(table + 4);
+  // The block table (batch, max_pages): its row of `batch`.
+  pages->tableStride = param(getExtraTensorStrideParam(table, 2, 1));
   pages->lastSlot = e.sub(
       LLVM::TruncOp::create(e.builder(), e.location(),
-                            e.builder().getI32Type(), param(table + 2)),
+                            e.builder().getI32Type(),
+                            param(getExtraTensorSizeParam(table, 1))),
       e.i32(1));
-  pages->tableRow =
-      e.gep(param(table),
-            e.mul64(e.mul64(e.sext64(batch), param(table + 3)), e.i64(4)));
+  pages->tableRow = e.gep(
+      param(table),
+      e.mul64(e.mul64(e.sext64(batch),
+                      param(getExtraTensorStrideParam(table, 2, 0))),
+              e.i64(4)));
 }
 
 Value TensorRows::pagedRowOffset(Value row) {

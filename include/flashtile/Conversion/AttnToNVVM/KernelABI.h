@@ -133,6 +133,15 @@ std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 /// parameter: a scalar's value, or a tensor's pointer (then its sizes and
 /// strides).
 std::vector<int64_t> getExtraArgParamIndices(attn::KernelOp kernel);
+/// Of an extra tensor of rank `rank` whose pointer is parameter `first`:
+/// the parameter of its extent, and of its stride, in dimension `d`.
+inline int64_t getExtraTensorSizeParam(int64_t first, int64_t d) {
+  return first + 1 + d;
+}
+inline int64_t getExtraTensorStrideParam(int64_t first, int64_t rank,
+                                         int64_t d) {
+  return first + 1 + rank + d;
+}
 /// The grid, per axis of GridAxis, over the named sizes. `kernel` must have
 /// a config.
 std::array<plan::Expr, 3> getKernelGrid(attn::KernelOp kernel);
