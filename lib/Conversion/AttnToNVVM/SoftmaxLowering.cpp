@@ -41,11 +41,12 @@ struct SplatLowering : public AttnOpLoweringPattern<SplatOp> {
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
     FragType type = op.getResult().getType();
-    if (!type.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "only f32 fragments are splat");
     const FragmentLayout &layout = ctx.layout;
     Emitter &e = ctx.e;
     Value value = e.f32(op.getValue().convertToFloat());
+    // A 16-bit fragment holds packed pairs (FragmentLayout.h).
+    if (!type.getElementType().isF32())
+      value = e.packPair(value, value, type.getElementType());
     SmallVector<Value> values(layout.numValues(type), value);
     rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
     return success();

@@ -3,7 +3,9 @@
 
 // attn.smem_alloc, attn.copy_async, attn.async_wait, attn.barrier
 // (MemoryLowering.cpp) and attn.load_frag (MmaLowering.cpp) on a minimal
-// allocated kernel: bf16, d = 64, 4 warps; K has 2 slots of 32 x 64.
+// allocated kernel: bf16, d = 64, 4 warps; K has 2 slots of 32 x 64. Q is
+// copied first (4 steps per thread) so that its load reads a landed tile;
+// the CHECKs follow the K copy.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 
@@ -59,7 +61,7 @@
 // CHECK-NEXT:  llvm.insertvalue %[[R0]], %[[FRAG0]][0] : !llvm.array<16 x i32>
 // CHECK:       llvm.return
 
-// COUNT-COUNT-2: nvvm.cp.async.shared.global
+// COUNT-COUNT-6: nvvm.cp.async.shared.global
 // COUNT-NOT:     nvvm.cp.async.shared.global
 // COUNT-COUNT-4: nvvm.ldmatrix
 // COUNT-NOT:     nvvm.ldmatrix
@@ -68,6 +70,7 @@ attn.kernel @memory arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, ti
   %qs = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x64xbf16, 3>
   %ks = attn.smem_alloc {name = "K", offset = 8192 : i64} : memref<2x32x64xbf16, 3>
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x64xbf16, 3>
   attn.copy_async %k[%b, %m, %hkv] -> %ks : !t -> memref<2x32x64xbf16, 3>
   attn.async_wait {pending = 1 : i64}
   attn.barrier

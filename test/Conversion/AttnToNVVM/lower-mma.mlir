@@ -4,7 +4,8 @@
 
 // attn.mma_qk and attn.mma_pv (MmaLowering.cpp) on a minimal allocated
 // kernel: bf16, d = 64, 64x16 tiles, 4 warps (one m-tile per warp), Q in
-// shared memory. P comes from attn.load_frag of a shared buffer.
+// shared memory. P is a splat: its ldmatrix path is attn.load_frag's
+// (lower-memory.mlir).
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 
@@ -34,10 +35,8 @@
 // CHECK-NEXT:  %[[A10:.*]] = llvm.extractvalue %[[QA1]][0]
 // CHECK:       nvvm.mma.sync A[%[[A10]], %{{.*}}, %{{.*}}, %{{.*}}]  B[%{{.*}}, %{{.*}}]  C[%[[D0]], %[[D1]], %[[D2]], %[[D3]]]
 
-// acc += P V: V's B fragments by ldmatrix.x4 .trans (col layout); P's A
-// fragment is the one load_frag produced, C the splat accumulator.
-// CHECK:       %[[PA:.*]] = nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<row>{{.*}}}
-// CHECK-NEXT:  %[[P0:.*]] = llvm.extractvalue %[[PA]][0]
+// acc += P V: V's B fragments by ldmatrix.x4 .trans (col layout); C is the
+// splat accumulator.
 // CHECK:       %[[VB:.*]] = nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-NEXT:  %[[V0:.*]] = llvm.extractvalue %[[VB]][0]
 // CHECK-NEXT:  %[[V1:.*]] = llvm.extractvalue %[[VB]][1]
@@ -48,9 +47,9 @@
 // CHECK-NEXT:  nvvm.mma.sync A[%{{.*}}]  B[%[[V2]], %[[V3]]]
 // CHECK:       llvm.return
 
-// QK: 4 k-steps x (1 ldmatrix of Q + 1 of K, 2 mmas); load_frag: 1
-// ldmatrix; PV: 1 k-step x 4 dim-tile pairs x (1 ldmatrix .trans, 2 mmas).
-// COUNT-COUNT-9: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// QK: 4 k-steps x (1 ldmatrix of Q + 1 of K, 2 mmas); PV: 1 k-step x 4
+// dim-tile pairs x (1 ldmatrix .trans, 2 mmas).
+// COUNT-COUNT-8: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
 // COUNT-NOT:     layout = #nvvm.mma_layout<row>, num = 4
 // COUNT-COUNT-4: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
 // COUNT-NOT:     nvvm.ldmatrix
@@ -61,10 +60,15 @@ attn.kernel @mma arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_
   %qs = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x64xbf16, 3>
   %ks = attn.smem_alloc {name = "K", offset = 8192 : i64} : memref<1x16x64xbf16, 3>
   %vs = attn.smem_alloc {name = "V", offset = 10240 : i64} : memref<1x16x64xbf16, 3>
-  %ps = attn.smem_alloc {name = "P", offset = 12288 : i64} : memref<1x64x16xbf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %j = arith.constant 0 : index
+  attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x64x64xbf16, 3>
+  attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<1x16x64xbf16, 3>
+  attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x16x64xbf16, 3>
+  attn.async_wait {pending = 0 : i64}
+  attn.barrier
   %s = attn.mma_qk %qs, %ks[%j] : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
-  %p = attn.load_frag %ps : memref<1x64x16xbf16, 3> -> !attn.frag<64x16xbf16>
+  %p = attn.splat {value = 1.0 : f32} : !attn.frag<64x16xbf16>
   %acc = attn.splat {value = 0.000000e+00 : f32} : !attn.frag<64x64xf32>
   %acc2 = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x16xbf16>, memref<1x16x64xbf16, 3>, !attn.frag<64x64xf32>
 }

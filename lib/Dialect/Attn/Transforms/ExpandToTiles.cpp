@@ -72,11 +72,6 @@ struct TileProgramBuilder {
       return tile;
     return arith::SubIOp::create(b, loc, tile, index(back));
   }
-  /// Pending async groups allowed when waiting for the oldest K or V copy in
-  /// the steady state: the copies issue as K, V, K, V, ... and run
-  /// `stages` tiles ahead, so 2 * (stages - 1) younger groups may be in
-  /// flight.
-  int64_t steadyPending() { return 2 * (config.getStages() - 1); }
 
   /// The block's query tile into Q's buffer.
   void copyQ() {
@@ -93,10 +88,6 @@ struct TileProgramBuilder {
   /// The score tile of one warp: its slice of the KV tile.
   FragType scoreType(Type elementType) {
     return fragType({config.getTileM(), config.getKeysPerWarp()}, elementType);
-  }
-  void waitAndSync(int64_t pending) {
-    AsyncWaitOp::create(b, loc, pending);
-    BarrierOp::create(b, loc);
   }
 
   bool hasScoreMod() { return !attention.getScoreMod().empty(); }
@@ -145,9 +136,8 @@ void TileProgramBuilder::buildPrologue(Value end) {
   copyKV(kernel.getK(), minus(end, 1), ks);
   qOperand = qs;
   if (config.getQInRegs()) {
-    // Q is the oldest group; K[end-1] may still fly. Moving Q to registers
-    // before any V copy is issued is what frees Q's bytes for V.
-    waitAndSync(1);
+    // Moving Q to registers before any V copy is issued is what frees Q's
+    // bytes for V.
     qOperand = LoadFragOp::create(
         b, loc, fragType({config.getTileM(), headDim}, dtype), qs);
   }
@@ -210,9 +200,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
   Value rowMax = body.getArgument(1), rowSum = body.getArgument(2),
         acc = body.getArgument(3);
 
-  // K[j] has landed and every warp is done with P V[j+1]: V's next slot is
-  // free.
-  waitAndSync(steadyPending());
+  // V's next copy overlaps S = Q K[j]^T and the softmax.
   copyKV(kernel.getV(), minus(j, stages - 1), vs);
   Value s = MmaQKOp::create(b, loc, scoreType(b.getF32Type()), qOperand, ks, j);
   // The hooks first: a score_mod may map -inf to a finite score (a softcap
@@ -225,8 +213,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
       b, loc, scoreType(dtype),
       rowMax.getType(), rowSum.getType(), acc.getType(), s, rowMax, rowSum, acc,
       scaleLog2);
-  // V[j] has landed and every warp is done with Q K[j]^T: K's slot is free.
-  waitAndSync(steadyPending());
+  // K's next copy overlaps P V[j].
   copyKV(kernel.getK(), minus(j, stages), ks);
   Value newAcc =
       MmaPVOp::create(b, loc, acc.getType(), softmax.getP(), vs, j,
@@ -356,9 +343,6 @@ void TileProgramBuilder::build() {
     state = llvm::to_vector(buildLoop(range.begin, range.unmaskedBegin, state,
                                       /*masked=*/true));
 
-  // Prefetches past the last step may still be in flight; drain them before
-  // the epilogue writes bytes they could land in.
-  AsyncWaitOp::create(b, loc, 0);
   auto epilogue =
       EpilogueOp::create(b, loc, state[2], state[0], state[1], os,
                          kernel.getO(), batch, mBlock, head, kernel.getLse(),

@@ -1,15 +1,30 @@
 //===- InsertBarriers.cpp - attn-insert-barriers --------------------------===//
 //
-// Shared bytes that change owner need a barrier between the old owner's last
-// access and the new owner's first one, or a fast warp overwrites data a slow
-// warp still reads (a write-after-read hazard). The allocator decides which
-// buffers share bytes; this pass makes the IR safe for that decision.
+// Every attn.async_wait and attn.barrier of a tile program comes from here:
+// the expansion and the users write none. The pass walks the program's
+// shared-memory accesses in order and asks the race checker
+// (Analysis/Synchronization.h) what each one races with, given the syncs
+// placed so far:
+//   - a read whose copy has not landed or is not visible gets a wait and a
+//     barrier. When a barrier already sits just above the copies issued
+//     before the read, the wait joins it (FlashAttention-2's schedule: wait
+//     for K[j], one barrier, issue V's next copy, read K[j]); otherwise they
+//     go right before the read, so the copies above it stay in flight;
+//   - a write over bytes another warp may read, or an earlier copy may fill,
+//     gets a barrier (and a wait), before the KV loop when every such access
+//     came before the loop, else right before the write;
+//   - the epilogue gets a wait for the copies still in flight.
+// A wait's `pending` is the largest the traces allow. A read that no sync
+// can fix (its slot holds another tile) is an error. Last, every wait and
+// barrier is proven needed: without it some trace races. One that no trace
+// needs (a user's, a leftover) is removed.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
+#include "flashtile/Dialect/Attn/Analysis/Synchronization.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 
 namespace flashtile::attn {
@@ -21,88 +36,177 @@ using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
 
-/// True when `op` is, or contains, a use of `buffer`.
-static bool touches(Operation *op, Value buffer) {
-  bool found = false;
-  op->walk([&](Operation *nested) {
-    if (llvm::is_contained(nested->getOperands(), buffer)) {
-      found = true;
-      return WalkResult::interrupt();
+using Kind = SyncHazard::Kind;
+
+/// A wait inserted before its pending count is measured: it retires
+/// nothing.
+static constexpr int64_t kUnmeasured = std::numeric_limits<int32_t>::max();
+
+/// The accesses of the kernel body and its KV loops, in program order.
+static SmallVector<Operation *> collectAccesses(KernelOp kernel) {
+  SmallVector<Operation *> accesses;
+  for (Operation &op : kernel.getBodyBlock()) {
+    if (auto loop = dyn_cast<KVLoopOp>(op)) {
+      for (Operation &inner : loop.getBody().front())
+        if (SyncChecker::accessesSharedMemory(&inner))
+          accesses.push_back(&inner);
+    } else if (SyncChecker::accessesSharedMemory(&op)) {
+      accesses.push_back(&op);
     }
-    return WalkResult::advance();
+  }
+  return accesses;
+}
+
+/// The syncs of the kernel body and its KV loops, in program order.
+static SmallVector<Operation *> collectSyncs(KernelOp kernel) {
+  SmallVector<Operation *> syncs;
+  kernel.getBodyBlock().walk([&](Operation *op) {
+    if (isa<AsyncWaitOp, BarrierOp>(op))
+      syncs.push_back(op);
   });
-  return found;
+  return syncs;
 }
 
-/// The first op, in program order, that uses `buffer`: descend from the
-/// first top-level op that touches it into its regions.
-static Operation *findFirstAccess(Block &body, Value buffer) {
-  Operation *first = nullptr;
-  for (Operation &op : body)
-    if (touches(&op, buffer)) {
-      first = &op;
+/// `op`, moved above the index arithmetic that computes its operands right
+/// before it: a sync goes before a copy's tile computation.
+static Operation *aboveOperandArith(Operation *op) {
+  Operation *at = op;
+  while (Operation *prev = at->getPrevNode()) {
+    if (!isa<arith::ArithDialect>(prev->getDialect()))
       break;
-    }
-  while (first && !llvm::is_contained(first->getOperands(), buffer)) {
-    Operation *inner = nullptr;
-    for (Region &region : first->getRegions())
-      for (Operation &op : region.getOps())
-        if (!inner && touches(&op, buffer))
-          inner = &op;
-    first = inner;
+    at = prev;
   }
-  return first;
+  return at;
 }
 
-/// Walks back from `use` through its enclosing blocks up to the kernel body.
-/// True when an `attn.barrier` that always executes before `use` is met
-/// before any access to `previous`.
-static bool isSeparatedByBarrier(Operation *use, Value previous,
-                                 KernelOp kernel) {
-  for (Operation *cur = use; cur != kernel; cur = cur->getParentOp()) {
-    for (Operation *op = cur->getPrevNode(); op; op = op->getPrevNode()) {
-      if (isa<BarrierOp>(op))
-        return true;
-      if (touches(op, previous))
-        return false;
-    }
-  }
-  return false;
+static void noteOther(InFlightDiagnostic &diag, const SyncHazard &hazard) {
+  if (hazard.other)
+    diag.attachNote(hazard.other->getLoc()) << "the conflicting access";
 }
 
 namespace {
 struct AttnInsertBarriersPass
     : public attn::impl::AttnInsertBarriersBase<AttnInsertBarriersPass> {
+  using AttnInsertBarriersBase::AttnInsertBarriersBase;
+
+  SyncChecker *checker = nullptr;
+
+  /// Makes sure a barrier (when `barrier`) and a wait (when `wait`, before
+  /// the barrier) sit right before `at`, reusing the ones already there, and
+  /// measures the wait's pending count for the hazards of `access`.
+  LogicalResult ensureSync(Operation *at, Operation *access, bool barrier,
+                           bool wait) {
+    OpBuilder b(at);
+    Location loc = access->getLoc();
+    Operation *anchor = at;
+    if (barrier) {
+      if (auto existing = dyn_cast_or_null<BarrierOp>(at->getPrevNode()))
+        anchor = existing;
+      else
+        anchor = BarrierOp::create(b, loc);
+    }
+    if (!wait)
+      return success();
+    auto probe = dyn_cast_or_null<AsyncWaitOp>(anchor->getPrevNode());
+    bool created = !probe;
+    if (created) {
+      b.setInsertionPoint(anchor);
+      probe = AsyncWaitOp::create(b, loc, kUnmeasured);
+    }
+    int64_t pending = checker->run({}, access, probe).probePending;
+    if (pending == std::numeric_limits<int64_t>::max()) {
+      if (created)
+        probe.erase();
+      return success();
+    }
+    if (pending < 0)
+      return access->emitOpError()
+             << "reads a copy issued after the point where its wait would go";
+    probe.setPending(std::min<int64_t>(probe.getPending(), pending));
+    return success();
+  }
+
+  /// Inserts the syncs that the hazards of `access` call for.
+  LogicalResult repair(Operation *access, ArrayRef<SyncHazard> hazards) {
+    for (const SyncHazard &hazard : hazards)
+      if (hazard.kind == Kind::StaleRead) {
+        InFlightDiagnostic diag = access->emitOpError()
+                                  << "cannot be synchronized: "
+                                  << hazard.describe();
+        noteOther(diag, hazard);
+        return diag;
+      }
+    bool reads = llvm::any_of(hazards, [](const SyncHazard &h) {
+      return h.kind == Kind::ReadBeforeVisible;
+    });
+    if (reads) {
+      // Join a barrier just above the copies issued before the read that it
+      // does not need.
+      llvm::SmallPtrSet<Operation *, 4> needed;
+      bool wait = false;
+      for (const SyncHazard &hazard : hazards) {
+        needed.insert(hazard.other);
+        wait |= hazard.inFlight;
+      }
+      Operation *at = aboveOperandArith(access);
+      Operation *prev = at->getPrevNode();
+      while (prev && ((isa<CopyAsyncOp>(prev) && !needed.contains(prev)) ||
+                      isa<arith::ArithDialect>(prev->getDialect())))
+        prev = prev->getPrevNode();
+      if (prev && isa<BarrierOp>(prev))
+        at = prev->getNextNode();
+      return ensureSync(at, access, /*barrier=*/true, wait);
+    }
+
+    bool barrier = false, wait = false, beforeLoop = true;
+    for (const SyncHazard &hazard : hazards) {
+      barrier |= hazard.kind != Kind::CopyInFlightAtExit;
+      wait |= hazard.inFlight;
+      beforeLoop &= hazard.otherBeforeLoop;
+    }
+    Operation *at = aboveOperandArith(access);
+    if (beforeLoop && isa<KVLoopOp>(access->getParentOp()))
+      at = aboveOperandArith(access->getParentOp());
+    return ensureSync(at, access, barrier, wait);
+  }
+
   void runOnOperation() override {
     KernelOp kernel = getOperation();
-    FailureOr<SmallVector<BufferPlacement>> buffers =
-        readAllocatedBuffers(kernel);
-    if (failed(buffers))
+    FailureOr<std::unique_ptr<SyncChecker>> created =
+        SyncChecker::create(kernel);
+    if (failed(created))
       return signalPassFailure();
+    checker = created->get();
 
-    Block &body = kernel.getBodyBlock();
-    for (const BufferPlacement &later : *buffers) {
-      if (!later.bytes)
+    for (Operation *access : collectAccesses(kernel)) {
+      SyncChecker::Result found = checker->run({}, access);
+      if (found.hazards.empty())
         continue;
-      Value laterValue = later.alloc.getBuffer();
-      Operation *first = findFirstAccess(body, laterValue);
-      if (!first)
-        continue;
-
-      for (const BufferPlacement &earlier : *buffers) {
-        if (!earlier.bytes || earlier.alloc == later.alloc ||
-            !earlier.sharesBytesWith(later) ||
-            earlier.live.end >= later.live.begin)
-          continue;
-        Value earlierValue = earlier.alloc.getBuffer();
-        if (isSeparatedByBarrier(first, earlierValue, kernel))
-          continue;
-        // Never inside a loop: the top-level ancestor of the first access
-        // comes after the earlier buffer's last one (their lives are
-        // disjoint), so a barrier just before it serves every path.
-        OpBuilder b(body.findAncestorOpInBlock(*first));
-        BarrierOp::create(b, first->getLoc());
+      if (failed(repair(access, found.hazards)))
+        return signalPassFailure();
+      SyncChecker::Result left = checker->run({}, access);
+      if (!left.hazards.empty()) {
+        InFlightDiagnostic diag = access->emitOpError()
+                                  << "cannot be synchronized: "
+                                  << left.hazards.front().describe();
+        noteOther(diag, left.hazards.front());
+        return signalPassFailure();
       }
+    }
+
+    // Every sync left is needed: without it, some trace races.
+    for (Operation *sync : collectSyncs(kernel)) {
+      llvm::DenseSet<Operation *> without = {sync};
+      SyncChecker::Result result = checker->run(without);
+      if (result.hazards.empty()) {
+        if (remarks)
+          sync->emitRemark() << "removed: no trace needs it";
+        sync->erase();
+        continue;
+      }
+      if (remarks)
+        sync->emitRemark() << "needed: without it, "
+                           << result.hazards.front().describe();
     }
   }
 };

@@ -13,7 +13,7 @@ attn.kernel @seed_one_stage arch(#attn.arch<sm_120>) config(#attn.config<tile_m 
   // expected-remark @below {{Q: offset 0, 32768 B, live [6, 17], shares bytes with O}}
   // expected-remark @below {{K: offset 32768, 32768 B, live [9, 17]}}
   // expected-remark @below {{V: offset 65536, 32768 B, live [16, 17]}}
-  // expected-remark @below {{O: offset 0, 32768 B, live [19, 19], shares bytes with Q}}
+  // expected-remark @below {{O: offset 0, 32768 B, live [18, 18], shares bytes with Q}}
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }
 
@@ -72,9 +72,9 @@ attn.kernel @d256_q_in_smem arch(#attn.arch<sm_120>) config(#attn.config<tile_m 
 // expected-remark @below {{shared memory: 98304 B of 101376 B per block on sm_120; 1 block(s) per SM}}
 attn.kernel @d256_q_in_regs arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 128, tile_n = 64, stages = 1, warps = 8, q_in_regs = true>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-remark @below {{Q: offset 0, 65536 B, live [6, 12], shares bytes with V, O}}
+  // expected-remark @below {{Q: offset 0, 65536 B, live [6, 10], shares bytes with V, O}}
   // expected-remark @below {{K: offset 65536, 32768 B}}
-  // expected-remark @below {{V: offset 0, 32768 B, live [19, 20], shares bytes with Q, O}}
+  // expected-remark @below {{V: offset 0, 32768 B, live [17, 18], shares bytes with Q, O}}
   // expected-remark @below {{O: offset 0, 65536 B}}
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }

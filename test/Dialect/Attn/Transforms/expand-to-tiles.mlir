@@ -27,7 +27,6 @@
 // CHECK-NOT:       attn.mask
 // CHECK:           attn.yield
 // CHECK-NEXT:    }
-// CHECK-NEXT:    attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:    attn.epilogue %[[R2]]#2, %[[R2]]#0, %[[R2]]#1, %[[OS]], %[[SCALE]]
 // CHECK-NOT:     attn.kv_loop
 attn.kernel @causal arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>) {
@@ -53,30 +52,31 @@ attn.kernel @local arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, til
 
 // -----
 
-// Two stages and Q in registers: Q waits alone (K[end-1] may fly), moves to
-// registers, then V[end-1] and K[end-2] are prefetched. In the loop each wait
-// leaves the 2 younger groups in flight.
+// Two stages and Q in registers: Q moves to registers after K[end-1] is
+// issued, then V[end-1] and K[end-2] are prefetched. In the loop, V's next
+// copy is issued before Q K[j]^T and K's before P V[j]. The expansion writes
+// no wait and no barrier: attn-insert-barriers places them all
+// (insert-barriers-pipeline.mlir).
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 // CHECK-LABEL: attn.kernel @two_stages
 // CHECK:         %[[KS:.*]] = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
 // CHECK:         %[[VS:.*]] = attn.smem_alloc {name = "V"} : memref<2x64x128xf16, 3>
+// CHECK-NOT:     attn.async_wait
+// CHECK-NOT:     attn.barrier
 // CHECK:         attn.copy_async {{.*}} -> %[[KS]]
-// CHECK-NEXT:    attn.async_wait {pending = 1 : i64}
-// CHECK-NEXT:    attn.barrier
 // CHECK-NEXT:    %[[QF:.*]] = attn.load_frag
 // CHECK:         attn.copy_async {{.*}} -> %[[VS]]
 // CHECK:         attn.copy_async {{.*}} -> %[[KS]]
 // CHECK:         attn.kv_loop
 // CHECK-NEXT:    ^bb0(%[[J:.*]]: index,
-// CHECK-NEXT:      attn.async_wait {pending = 2 : i64}
-// CHECK-NEXT:      attn.barrier
 // CHECK:           attn.copy_async {{.*}} -> %[[VS]]
-// CHECK:           attn.mma_qk %[[QF]], %[[KS]][%[[J]]]
-// CHECK:           attn.async_wait {pending = 2 : i64}
-// CHECK-NEXT:      attn.barrier
+// CHECK-NEXT:      attn.mma_qk %[[QF]], %[[KS]][%[[J]]]
+// CHECK:           attn.online_softmax
 // CHECK:           attn.copy_async {{.*}} -> %[[KS]]
-// CHECK:           attn.mma_pv %{{.*}}, %[[VS]][%[[J]]]
+// CHECK-NEXT:      attn.mma_pv %{{.*}}, %[[VS]][%[[J]]]
+// CHECK-NOT:     attn.async_wait
+// CHECK-NOT:     attn.barrier
 attn.kernel @two_stages arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = true>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse

@@ -91,21 +91,38 @@ def AttnAllocateSharedMemory
 }
 
 def AttnInsertBarriers : Pass<"attn-insert-barriers", "::flashtile::attn::KernelOp"> {
-  let summary = "Insert the barriers that shared-memory reuse needs (WAR)";
+  let summary = "Insert every wait and barrier of a tile program, and prove each needed";
   let description = [{
-    When two buffers share bytes, the later one must not be written before
-    every warp has finished reading the earlier one. For each such pair this
-    pass makes sure an `attn.barrier` separates the earlier buffer's last
-    access from the later buffer's first one on every path, and inserts one
-    (at the top level of the kernel, never inside the KV loop) when none
-    does. A barrier the pipeline already has is reused, not doubled.
+    Tile programs, the built-in expansion's and the users', carry no
+    `attn.async_wait` or `attn.barrier`: this pass places them all, from the
+    race checker of `Analysis/Synchronization.h` (a bounded model check of
+    the program's copies, reads and writes over the allocator's bytes).
+    For each access in program order:
+      - a read of a slot whose copy has not landed, or is not yet visible to
+        every warp, gets a wait (with the largest `pending` every trace
+        allows) and a barrier;
+      - a write to bytes another warp may still read, or an earlier copy may
+        still fill, gets a barrier (and a wait), hoisted before the KV loop
+        when the conflict always comes from before it;
+      - the epilogue gets a wait for the copies still in flight.
+    A read of a slot that holds another tile cannot be fixed by a sync and is
+    an error at the read. At the end every wait and barrier is proven needed:
+    removing it makes some trace race. One that no trace needs is removed.
 
     ```mlir
-    %qf = attn.load_frag %qs ...        // Q's last read
-    attn.barrier                        // inserted
-    attn.copy_async %v[...] -> %vs ...  // V's first write, same bytes as Q
+    attn.copy_async %q[%b, %m, %h] -> %qs ...
+    attn.copy_async %k[%b, %t, %hkv] -> %ks ...
+    attn.async_wait {pending = 1 : i64}   // inserted: Q has landed
+    attn.barrier                          // inserted: and every warp sees it
+    %qf = attn.load_frag %qs ...
     ```
+    With `remarks`, each wait and barrier gets a remark naming the race it
+    prevents.
   }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Report, for each wait and barrier, the race it prevents">,
+  ];
 }
 
 #endif // FLASHTILE_ATTN_PASSES
