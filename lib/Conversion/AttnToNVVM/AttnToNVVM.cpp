@@ -49,6 +49,7 @@ void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
   lowering::populateMemoryPatterns(converter, patterns);
   lowering::populateMmaPatterns(converter, patterns);
   lowering::populateSoftmaxPatterns(converter, patterns);
+  lowering::populateElementwisePatterns(converter, patterns);
   lowering::populateEpiloguePatterns(converter, patterns);
   lowering::populateHookPatterns(converter, patterns);
 }

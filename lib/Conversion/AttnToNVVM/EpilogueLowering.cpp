@@ -16,11 +16,12 @@ using namespace flashtile::attn::lowering;
 
 namespace {
 
-/// What both ways of finishing a tile share: where O's rows and the LSE go,
-/// and the sink logit of a row.
-struct EpilogueContext {
-  EpilogueOp op;
-  EpilogueOp::Adaptor adaptor;
+/// What the ways of finishing a tile share (attn.epilogue's two, and
+/// attn.store's): where O's rows and the LSE go, and the sink logit of a row.
+template <typename OpT>
+struct EpilogueContextT {
+  OpT op;
+  typename OpT::Adaptor adaptor;
   ConversionPatternRewriter &rewriter;
   TileOpContext &ctx;
   Emitter &e;
@@ -30,9 +31,9 @@ struct EpilogueContext {
   /// negation; null otherwise.
   Value splitting, whole;
 
-  EpilogueContext(EpilogueOp op, EpilogueOp::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter, TileOpContext &ctx,
-                  int64_t rows)
+  EpilogueContextT(OpT op, typename OpT::Adaptor adaptor,
+                   ConversionPatternRewriter &rewriter, TileOpContext &ctx,
+                   int64_t rows)
       : op(op), adaptor(adaptor), rewriter(rewriter), ctx(ctx), e(ctx.e),
         rows(rows) {}
 
@@ -60,15 +61,19 @@ struct EpilogueContext {
 
   /// The sink logit z of block row `row`, or null without a sink region.
   Value sinkOf(Value row) {
-    if (op.getSink().empty())
+    if constexpr (!std::is_same_v<OpT, EpilogueOp>) {
       return {};
-    if (!ctx.packed() && sinkOfBlock)
-      return sinkOfBlock;
-    HookEmitter hooks(e, op);
-    Value z = hooks.emit(op.getSink(), {adaptor.getBatch(), headOf(row)});
-    if (!ctx.packed())
-      sinkOfBlock = z;
-    return z;
+    } else {
+      if (op.getSink().empty())
+        return {};
+      if (!ctx.packed() && sinkOfBlock)
+        return sinkOfBlock;
+      HookEmitter hooks(e, op);
+      Value z = hooks.emit(op.getSink(), {adaptor.getBatch(), headOf(row)});
+      if (!ctx.packed())
+        sinkOfBlock = z;
+      return z;
+    }
   }
 
   /// Stores `value` as the LSE of block row `row` (warp row base + offset)
@@ -157,6 +162,45 @@ private:
   std::optional<TensorRows> rowsOut;
   Value first, lseBase, lsePtr, quadLeader;
 };
+using EpilogueContext = EpilogueContextT<EpilogueOp>;
+
+/// Copies the staged tile's rows to O: every thread moves 16-byte chunks of
+/// whole rows, so that stores are 128-bit and coalesced. Rows past seqlen_q,
+/// pad columns (getPaddedHeadDim) and, with `onlyIf`, launches where it is
+/// false store nothing.
+template <typename OpT>
+static void storeStagedRows(EpilogueContextT<OpT> &ep, Value stage,
+                            int64_t rows, int64_t cols, Type dtype,
+                            int64_t outHeadDim, Value onlyIf) {
+  Emitter &e = ep.e;
+  ConversionPatternRewriter &rewriter = ep.rewriter;
+  Location loc = ep.op.getLoc();
+  TensorRows &out = ep.out();
+  auto vectorType = VectorType::get({4}, rewriter.getI32Type());
+  TileChunkWalk walk(e, ep.ctx.thread().tid, ep.ctx.threads(), rows, cols);
+  int64_t elementsPerChunk = kCopyChunkBytes * 8 / dtype.getIntOrFloatBitWidth();
+  int64_t outChunks = outHeadDim / elementsPerChunk;
+  for (int64_t step = 0; step < walk.numSteps(); ++step) {
+    Value row = walk.row(step);
+    Value globalRow = e.add(ep.firstRow(), row);
+    Value store = e.cmp(LLVM::ICmpPredicate::slt, globalRow, out.seqlen());
+    if (outChunks * elementsPerChunk < cols)
+      store = LLVM::AndOp::create(rewriter, loc, store,
+                                  e.slt(walk.chunk(step), e.i32(outChunks)));
+    if (walk.isPartial(step))
+      store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
+    if (onlyIf)
+      store = LLVM::AndOp::create(rewriter, loc, store, onlyIf);
+    emitIf(rewriter, loc, store, [&] {
+      Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
+                                        e.gep(stage, walk.smemOffset(step)),
+                                        /*alignment=*/kCopyChunkBytes);
+      LLVM::StoreOp::create(rewriter, loc, data,
+                            out.chunkAddress(globalRow, walk.chunk(step)),
+                            /*alignment=*/kCopyChunkBytes);
+    });
+  }
+}
 
 /// O = acc / l goes to the staging buffer in the swizzled layout (4-byte
 /// stores, conflict-free), then every thread copies 16-byte chunks of whole
@@ -173,12 +217,12 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
     FragType accType = op.getAcc().getType();
     Type dtype = op.getStage().getType().getElementType();
     int64_t rows = accType.getDimSize(0), cols = accType.getDimSize(1);
-    int64_t threads = ctx.threads();
     Location loc = op.getLoc();
     using P = LLVM::ICmpPredicate;
 
     Emitter &e = ctx.e;
-    ThreadCoords &thread = ctx.thread();
+    // The thread's coordinates first: every branch below uses them.
+    (void)ctx.thread();
     EpilogueContext ep(op, adaptor, rewriter, ctx, rows);
     if (hasKVSplitsParam(op)) {
       ep.splitting = e.cmp(P::sgt, getKVSplitsParam(op), e.i32(1));
@@ -192,36 +236,9 @@ struct EpilogueLowering : public AttnOpLoweringPattern<EpilogueOp> {
       normaliseIntoStage(ep, rows, cols, dtype, lseStores);
     NVVM::Barrier0Op::create(rewriter, loc);
 
-    // Whole rows out, 16 bytes per thread and step.
-    TensorRows &out = ep.out();
-    auto vectorType = VectorType::get({4}, rewriter.getI32Type());
-    TileChunkWalk walk(e, thread.tid, threads, rows, cols);
-    int64_t elementsPerChunk =
-        kCopyChunkBytes * 8 / dtype.getIntOrFloatBitWidth();
-    int64_t outChunks =
-        op.getO().getType().getDimSize(3) / elementsPerChunk;
-    for (int64_t step = 0; step < walk.numSteps(); ++step) {
-      Value row = walk.row(step);
-      Value globalRow = e.add(ep.firstRow(), row);
-      Value store = e.cmp(P::slt, globalRow, out.seqlen());
-      // Pad columns (getPaddedHeadDim) stay in shared memory.
-      if (outChunks * elementsPerChunk < cols)
-        store = LLVM::AndOp::create(rewriter, loc, store,
-                                    e.slt(walk.chunk(step), e.i32(outChunks)));
-      if (walk.isPartial(step))
-        store = LLVM::AndOp::create(rewriter, loc, store, walk.isActive(step));
-      // A split launch leaves O to the combine kernel.
-      if (ep.whole)
-        store = LLVM::AndOp::create(rewriter, loc, store, ep.whole);
-      emitIf(rewriter, loc, store, [&] {
-        Value data = LLVM::LoadOp::create(rewriter, loc, vectorType,
-                                          e.gep(stage, walk.smemOffset(step)),
-                                          /*alignment=*/kCopyChunkBytes);
-        LLVM::StoreOp::create(rewriter, loc, data,
-                              out.chunkAddress(globalRow, walk.chunk(step)),
-                              /*alignment=*/kCopyChunkBytes);
-      });
-    }
+    // Whole rows out; a split launch leaves O to the combine kernel.
+    storeStagedRows(ep, stage, rows, cols, dtype,
+                    op.getO().getType().getDimSize(3), ep.whole);
     for (auto &[rowBase, rowOffset, value, cond] : lseStores)
       ep.storeLse(rowBase, rowOffset, value, cond);
     rewriter.eraseOp(op);
@@ -479,9 +496,54 @@ private:
   }
 };
 
+/// attn.store: the tile is staged as it is (no normalisation), then stored
+/// as the epilogue stores O; quad leaders store the given LSE values.
+struct StoreLowering : public AttnOpLoweringPattern<StoreOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(StoreOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    FragType accType = op.getAcc().getType();
+    Type dtype = op.getStage().getType().getElementType();
+    int64_t rows = accType.getDimSize(0), cols = accType.getDimSize(1);
+    Location loc = op.getLoc();
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    const FragmentLayout &layout = ctx.layout;
+    EpilogueContextT<StoreOp> ep(op, adaptor, rewriter, ctx, rows);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    SmallVector<Value> acc = e.unpack(adaptor.getAcc());
+    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    SwizzledTileAccess staged(e, e.gep(adaptor.getStage(), e.mul(thread.t, 4)),
+                              e.add(warpRow, thread.g), e.i32(0), cols);
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < nTiles; ++j)
+          LLVM::StoreOp::create(
+              rewriter, loc,
+              e.packPair(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
+                         acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
+                         dtype),
+              staged.address(16 * i + 8 * h, j), /*alignment=*/4);
+    NVVM::Barrier0Op::create(rewriter, loc);
+    storeStagedRows(ep, adaptor.getStage(), rows, cols, dtype,
+                    op.getO().getType().getDimSize(3), Value());
+    if (Value values = adaptor.getLseValues()) {
+      SmallVector<Value> lse = e.unpack(values);
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t h = 0; h < 2; ++h)
+          ep.storeLse(warpRow, e.add(thread.g, e.i32(16 * i + 8 * h)),
+                      lse[FragmentLayout::rowIndex(i, h)], Value());
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void lowering::populateEpiloguePatterns(LLVMTypeConverter &converter,
                                       RewritePatternSet &patterns) {
-  patterns.add<EpilogueLowering>(converter);
+  patterns.add<EpilogueLowering, StoreLowering>(converter);
 }

@@ -696,3 +696,37 @@ void lowering::emitIf(RewriterBase &rewriter, Location loc, Value cond,
   LLVM::BrOp::create(rewriter, loc, continuation);
   rewriter.setInsertionPointToStart(continuation);
 }
+
+Value lowering::treeReduce(SmallVector<Value> values,
+                           function_ref<Value(Value, Value)> combine) {
+  assert(!values.empty() && "a row has at least one value per thread");
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
+SmallVector<Value> lowering::packAccumulatorAsA(Emitter &e, ArrayRef<Value> acc,
+                                                int64_t mTiles, int64_t nTiles,
+                                                Type dtype) {
+  int64_t kTiles = nTiles / 2;
+  SmallVector<Value> a(mTiles * kTiles * 4);
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t k = 0; k < kTiles; ++k)
+      for (int64_t r = 0; r < 4; ++r) {
+        Value halves[2];
+        for (int64_t half = 0; half < 2; ++half) {
+          auto [tile, element] = FragmentLayout::accSourceOfA(r, half);
+          halves[half] = acc[FragmentLayout::accIndex(i, 2 * k + tile, element,
+                                                      nTiles)];
+        }
+        a[FragmentLayout::aIndex(i, k, r, kTiles)] =
+            e.packPair(halves[0], halves[1], dtype);
+      }
+  return a;
+}

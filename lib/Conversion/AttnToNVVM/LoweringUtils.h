@@ -467,12 +467,31 @@ protected:
 
 namespace flashtile::attn::lowering {
 // The pattern groups, one file each.
+/// Combines `values` pairwise, in log2(n) dependent steps rather than a
+/// chain of n: a row's 2 * (tile_n / 8) values per thread would otherwise
+/// serialise on the FMNMX / FADD latency. The order is fixed, so results are
+/// deterministic.
+mlir::Value treeReduce(llvm::SmallVector<mlir::Value> values,
+                       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>
+                           combine);
+
+/// The f32 accumulator values `acc` of an M x N fragment (`mTiles` m-tiles,
+/// `nTiles` 8-column n-tiles per thread) rounded to `dtype` and packed as the
+/// A operand of an mma: the C fragments of n-tiles 2k and 2k + 1 are the A
+/// fragment of k-tile k (FragmentLayout.h).
+llvm::SmallVector<mlir::Value> packAccumulatorAsA(Emitter &e,
+                                                  llvm::ArrayRef<mlir::Value> acc,
+                                                  int64_t mTiles, int64_t nTiles,
+                                                  mlir::Type dtype);
+
 void populateKernelPatterns(mlir::LLVMTypeConverter &converter,
                             mlir::RewritePatternSet &patterns);
 void populateMemoryPatterns(mlir::LLVMTypeConverter &converter,
                             mlir::RewritePatternSet &patterns);
 void populateMmaPatterns(mlir::LLVMTypeConverter &converter,
                          mlir::RewritePatternSet &patterns);
+void populateElementwisePatterns(mlir::LLVMTypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns);
 void populateSoftmaxPatterns(mlir::LLVMTypeConverter &converter,
                              mlir::RewritePatternSet &patterns);
 void populateEpiloguePatterns(mlir::LLVMTypeConverter &converter,

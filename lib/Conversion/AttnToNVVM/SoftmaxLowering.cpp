@@ -14,24 +14,6 @@ using namespace flashtile::attn::lowering;
 
 static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-/// Combines `values` pairwise, in log2(n) dependent steps rather than a
-/// chain of n: a row's 2 * (tile_n / 8) scores per thread would otherwise
-/// serialise on the FMNMX / FADD latency. The order is fixed, so results are
-/// deterministic.
-static Value treeReduce(SmallVector<Value> values,
-                        function_ref<Value(Value, Value)> combine) {
-  assert(!values.empty() && "a row has at least one score per thread");
-  while (values.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < values.size(); i += 2)
-      next.push_back(combine(values[i], values[i + 1]));
-    if (values.size() % 2)
-      next.push_back(values.back());
-    values = std::move(next);
-  }
-  return values.front();
-}
-
 namespace {
 
 struct SplatLowering : public AttnOpLoweringPattern<SplatOp> {
@@ -157,22 +139,8 @@ struct OnlineSoftmaxLowering : public AttnOpLoweringPattern<OnlineSoftmaxOp> {
           }
       }
 
-    // P as the A operand of the PV mma: the C fragments of n-tiles 2k and
-    // 2k + 1 are the A fragment of k-tile k.
-    int64_t kTiles = nTiles / 2;
-    SmallVector<Value> p(layout.numValues(pType));
-    for (int64_t i = 0; i < mTiles; ++i)
-      for (int64_t k = 0; k < kTiles; ++k)
-        for (int64_t r = 0; r < 4; ++r) {
-          Value halves[2];
-          for (int64_t half = 0; half < 2; ++half) {
-            auto [tile, element] = FragmentLayout::accSourceOfA(r, half);
-            halves[half] = s[FragmentLayout::accIndex(i, 2 * k + tile, element,
-                                                      nTiles)];
-          }
-          p[FragmentLayout::aIndex(i, k, r, kTiles)] =
-              e.packPair(halves[0], halves[1], dtype);
-        }
+    // P as the A operand of the PV mma, with no shared-memory round trip.
+    SmallVector<Value> p = packAccumulatorAsA(e, s, mTiles, nTiles, dtype);
 
     FragType rowType = op.getRowMax().getType();
     rewriter.replaceOp(op, {e.pack(layout.convertType(pType), p),

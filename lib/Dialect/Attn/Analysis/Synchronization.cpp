@@ -49,6 +49,9 @@ SmallVector<Access> getAccesses(Operation *op) {
     accesses.push_back({qk.getK(), qk.getTile(), false, /*namesTile=*/true});
   } else if (auto pv = dyn_cast<MmaPVOp>(op)) {
     accesses.push_back({pv.getV(), pv.getTile(), false, /*namesTile=*/true});
+  } else if (auto store = dyn_cast<StoreOp>(op)) {
+    accesses.push_back({store.getStage(), Value(), /*write=*/true,
+                        /*namesTile=*/false, /*whole=*/true});
   } else if (auto epilogue = dyn_cast<EpilogueOp>(op)) {
     accesses.push_back({epilogue.getStage(), Value(), /*write=*/true,
                         /*namesTile=*/false, /*whole=*/true});
@@ -281,10 +284,13 @@ void SyncChecker::Impl::runOp(Operation *op) {
     reads.clear();
     return;
   }
-  if (auto epilogue = dyn_cast<EpilogueOp>(op))
-    if (complete < int64_t(groups.size()))
-      report(SyncHazard::Kind::CopyInFlightAtExit, op, nullptr,
-             epilogue.getStage(), 0, true, -1, int64_t(groups.size()) - 1);
+  // The block's exits: the epilogue, or a tile program's store.
+  if (isa<EpilogueOp, StoreOp>(op) && complete < int64_t(groups.size())) {
+    Value stage = isa<EpilogueOp>(op) ? cast<EpilogueOp>(op).getStage()
+                                      : cast<StoreOp>(op).getStage();
+    report(SyncHazard::Kind::CopyInFlightAtExit, op, nullptr, stage, 0, true,
+           -1, int64_t(groups.size()) - 1);
+  }
   for (const Access &a : getAccesses(op))
     access(op, a);
 }

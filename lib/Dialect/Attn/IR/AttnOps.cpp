@@ -681,3 +681,155 @@ LogicalResult EpilogueOp::verify() {
   }
   return verifySink(*this, getSink());
 }
+
+//===----------------------------------------------------------------------===//
+// The tile language: map, reduce_rows, convert, store
+//===----------------------------------------------------------------------===//
+
+/// The rows and columns of a rank-2 fragment per warp must fill whole mma
+/// tiles (16 rows per warp, 8 columns).
+static LogicalResult verifyAccumulatorShape(Operation *op, StringRef what,
+                                            FragType type) {
+  if (type.getRank() != 2 || !type.getElementType().isF32())
+    return op->emitOpError() << what
+                             << " must be a rank-2 f32 fragment, got "
+                             << Type(type);
+  if (type.getDimSize(1) % 8 != 0)
+    return op->emitOpError() << what << " has " << type.getDimSize(1)
+                             << " columns; the mma layout needs a multiple "
+                                "of 8";
+  return success();
+}
+
+LogicalResult MapOp::verify() {
+  FragType result = getResult().getType();
+  if (!result.getElementType().isF32())
+    return emitOpError() << "result must be an f32 fragment, got "
+                         << Type(result);
+  // The shape the operands agree on.
+  std::optional<int64_t> rows;
+  std::optional<std::pair<int64_t, int64_t>> shape;
+  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+    Type type = operand.getType();
+    auto frag = dyn_cast<FragType>(type);
+    if (!frag) {
+      if (!type.isF32() && !type.isIndex() && !type.isSignlessInteger())
+        return emitOpError() << "operand " << i << " has type " << type
+                             << "; a map takes f32 fragments and scalars "
+                                "(f32, index, integers)";
+      continue;
+    }
+    if (!frag.getElementType().isF32())
+      return emitOpError() << "operand " << i << " is " << type
+                           << "; convert to f32 first (fragments of f16/bf16 "
+                              "are mma operands)";
+    int64_t r = frag.getDimSize(0);
+    if (rows && *rows != r)
+      return emitOpError() << "operand " << i << " has " << r
+                           << " rows but an earlier operand has " << *rows;
+    rows = r;
+    if (frag.getRank() == 2) {
+      std::pair<int64_t, int64_t> s{r, frag.getDimSize(1)};
+      if (shape && *shape != s)
+        return emitOpError() << "operand " << i << " is " << type
+                             << " but an earlier operand is "
+                             << s.first << "x" << shape->second;
+      shape = s;
+    }
+  }
+  if (!rows)
+    return emitOpError() << "needs at least one fragment operand";
+  SmallVector<int64_t> expected =
+      shape ? SmallVector<int64_t>{shape->first, shape->second}
+            : SmallVector<int64_t>{*rows};
+  if (failed(expectFrag(*this, "result", result, expected,
+                        Float32Type::get(getContext()))))
+    return failure();
+  if (result.getRank() == 2 &&
+      failed(verifyAccumulatorShape(*this, "result", result)))
+    return failure();
+
+  Block &body = getBody().front();
+  unsigned coords = result.getRank();
+  if (body.getNumArguments() != getNumOperands() + coords)
+    return emitOpError() << "body must take " << getNumOperands() + coords
+                         << " arguments: one per operand, then the row"
+                         << (coords == 2 ? " and the column" : "")
+                         << " (index); it takes " << body.getNumArguments();
+  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+    Type type = operand.getType();
+    Type element =
+        isa<FragType>(type) ? cast<FragType>(type).getElementType() : type;
+    if (body.getArgument(i).getType() != element)
+      return emitOpError() << "body argument " << i << " must be " << element
+                           << ", got " << body.getArgument(i).getType();
+  }
+  for (unsigned c = 0; c < coords; ++c)
+    if (!body.getArgument(getNumOperands() + c).getType().isIndex())
+      return emitOpError() << "body argument " << getNumOperands() + c
+                           << " (the " << (c == 0 ? "row" : "column")
+                           << ") must be index";
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield || yield.getValues().size() != 1 ||
+      !yield.getValues()[0].getType().isF32())
+    return emitOpError() << "body must yield one f32";
+  return verifyHookBody(*this, getBody(), "map");
+}
+
+LogicalResult ReduceRowsOp::verify() {
+  if (getKind() != "max" && getKind() != "sum")
+    return emitOpError() << "kind must be \"max\" or \"sum\", got \""
+                         << getKind() << "\"";
+  FragType source = getSource().getType();
+  if (failed(verifyAccumulatorShape(*this, "source", source)))
+    return failure();
+  if (getKvWarps(*this) > 1)
+    return emitOpError() << "needs whole rows in one warp; the kernel's "
+                            "config splits each row over "
+                         << getKvWarps(*this) << " KV warps";
+  return expectFrag(*this, "result", getResult().getType(),
+                    {source.getDimSize(0)}, source.getElementType());
+}
+
+LogicalResult ConvertOp::verify() {
+  FragType source = getSource().getType();
+  if (failed(verifyAccumulatorShape(*this, "source", source)))
+    return failure();
+  if (source.getDimSize(1) % 16 != 0)
+    return emitOpError() << "source has " << source.getDimSize(1)
+                         << " columns; an mma A operand needs a multiple of 16";
+  FragType result = getResult().getType();
+  Type element = result.getElementType();
+  if (!element.isF16() && !element.isBF16())
+    return emitOpError() << "result must be f16 or bf16, got " << element;
+  return expectFrag(*this, "result", result, source.getShape(), element);
+}
+
+LogicalResult StoreOp::verify() {
+  FragType acc = getAcc().getType();
+  if (failed(verifyAccumulatorShape(*this, "acc", acc)))
+    return failure();
+  int64_t tileM = acc.getDimSize(0), cols = acc.getDimSize(1);
+  MemRefType stage = getStage().getType();
+  MemRefType o = getO().getType();
+  if (stage.getDimSize(0) != 1 || stage.getDimSize(1) != tileM ||
+      stage.getDimSize(2) != cols)
+    return emitOpError() << "staging buffer must be 1x" << tileM << "x"
+                         << cols << ", got " << stage;
+  if (stage.getElementType() != o.getElementType())
+    return emitOpError() << "staging buffer holds "
+                         << stage.getElementType() << " but O is "
+                         << o.getElementType();
+  if (getPaddedHeadDim(o.getDimSize(3)) != cols)
+    return emitOpError() << "acc has " << cols << " columns but O's head dim "
+                         << o.getDimSize(3) << " pads to "
+                         << getPaddedHeadDim(o.getDimSize(3));
+  if (getKvWarps(*this) > 1)
+    return emitOpError() << "needs whole rows in one warp; the kernel's "
+                            "config splits each row over "
+                         << getKvWarps(*this) << " KV warps";
+  if (Value lse = getLseValues())
+    return expectFrag(*this, "LSE values", lse.getType(), {tileM},
+                      Float32Type::get(getContext()));
+  return success();
+}

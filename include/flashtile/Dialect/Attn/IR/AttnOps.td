@@ -179,7 +179,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp",
-                 "BlockRangesOp", "EpilogueOp"]>]> {
+                 "BlockRangesOp", "EpilogueOp", "MapOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -655,6 +655,112 @@ def Attn_MmaPVOp : Attn_Op<"mma_pv", [AllTypesMatch<["acc", "result"]>]> {
   let results = (outs Attn_Frag:$result);
   let assemblyFormat = [{
     $p `,` $v `[` $tile `]` `,` $acc attr-dict `:` qualified(type($p)) `,` qualified(type($v)) `,` qualified(type($acc))
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: elementwise math, reductions and conversions on fragments
+//===----------------------------------------------------------------------===//
+
+def Attn_MapOp : Attn_Op<"map", [Pure]> {
+  let summary = "Elementwise scalar math over register tiles, with broadcasting";
+  let description = [{
+    Applies the scalar body to every element of the result. The operands are
+    f32 fragments and scalars (f32, index, integers):
+      - a rank-2 fragment (M x N) gives the element at the same position;
+      - a rank-1 fragment (M) gives the value of the element's row;
+      - a scalar is the same for every element.
+    The result has the shape of the rank-2 operands (all the same), or M when
+    every fragment operand is rank-1; its elements are f32. The body takes one
+    argument per operand, then the element's row within the tile and, for a
+    rank-2 result, its column (both `index`), and yields one f32. It may use
+    what a hook may (arith, math, the kernel's extra arguments). Layouts are
+    the compiler's: the body is written per element.
+
+    ```mlir
+    %p = attn.map %s, %bias, %scale : !attn.frag<128x64xf32>, !attn.frag<128xf32>, f32 -> !attn.frag<128x64xf32> {
+    ^bb0(%x: f32, %b: f32, %c: f32, %row: index, %col: index):
+      %y = arith.mulf %x, %c : f32
+      %z = arith.addf %y, %b : f32
+      attn.yield %z : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$operands);
+  let results = (outs Attn_Frag:$result);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $operands attr-dict `:` qualified(type($operands)) `->` qualified(type($result)) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ReduceRowsOp : Attn_Op<"reduce_rows", [Pure]> {
+  let summary = "The max or the sum of each row of a register tile";
+  let description = [{
+    Reduces each row of an f32 `M x N` fragment to one value (`kind` is
+    `max` or `sum`); the result is the `M` fragment of row values, every
+    thread of a row holding its row's value.
+
+    ```mlir
+    %m = attn.reduce_rows %s {kind = "max"} : !attn.frag<128x64xf32> -> !attn.frag<128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$source, StrAttr:$kind);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
+  let summary = "An f32 tile rounded to f16 or bf16, as the A operand of an mma";
+  let description = [{
+    Rounds an f32 `M x N` fragment (N a multiple of 16) to f16 or bf16 in the
+    layout `attn.mma_pv` takes P in. No shared memory is involved: the
+    accumulator layout of two adjacent 8-column tiles is the A layout of one
+    16-column tile.
+
+    ```mlir
+    %p = attn.convert %s : !attn.frag<128x64xf32> -> !attn.frag<128x64xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$source);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = [{
+    $source attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_StoreOp : Attn_Op<"store"> {
+  let summary = "Stores a register tile as the block's rows of O (and the LSE)";
+  let description = [{
+    Writes the f32 `M x D` fragment `acc` to the rows of query tile
+    `m_block` of O, converted to O's element type, through the staging
+    buffer `stage` (as attn.epilogue does, for 128-bit coalesced stores);
+    rows past seqlen_q are not stored. With `values`, an `M` fragment, its
+    values are stored as the LSE of the rows; without it the LSE tensor is
+    left untouched. Nothing is normalised: the tile program owns its math.
+
+    ```mlir
+    attn.store %acc, %os -> %o[%b, %mb, %h], %lse values(%l : !attn.frag<128xf32>)
+      : !attn.frag<128x128xf32>, memref<1x128x128xf16, 3>
+        -> memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$acc,
+                       Arg<Attn_SharedBuffer, "", [MemWrite, MemRead]>:$stage,
+                       Attn_GlobalTensor:$o, Index:$batch, Index:$m_block,
+                       Index:$head, Attn_LseTensor:$lse,
+                       Optional<Attn_Frag>:$lse_values);
+  let assemblyFormat = [{
+    $acc `,` $stage `->` $o `[` $batch `,` $m_block `,` $head `]` `,` $lse
+    (`values` `(` $lse_values^ `:` qualified(type($lse_values)) `)`)?
+    attr-dict `:` qualified(type($acc)) `,` qualified(type($stage))
+    `->` qualified(type($o)) `,` qualified(type($lse))
   }];
   let hasVerifier = 1;
 }
