@@ -72,8 +72,21 @@ static void addTilePasses(OpPassManager &kernelPm,
   kernelPm.addPass(createAttnInsertBarriers());
 }
 
+bool flashtile::isTileProgram(KernelOp kernel) {
+  return kernel.getBodyBlock().getOps<AttentionOp>().empty();
+}
+
 LogicalResult flashtile::runTilePipeline(ModuleOp module,
                                          const ConfigOverrides &pins) {
+  // Tile programs are written by hand or by the tile builder: they only
+  // need bytes and syncs.
+  if (llvm::all_of(module.getOps<KernelOp>(), isTileProgram)) {
+    PassManager pm(module.getContext());
+    OpPassManager &kernelPm = pm.nest<KernelOp>();
+    kernelPm.addPass(createAttnAllocateSharedMemory());
+    kernelPm.addPass(createAttnInsertBarriers());
+    return pm.run(module);
+  }
   if (isFullyPinned(pins)) {
     // An explicit config is taken as is: the allocator is its judge.
     for (KernelOp kernel : module.getOps<KernelOp>()) {
@@ -371,9 +384,21 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
            << "the compile API takes one attn.kernel, the input has "
            << kernels.size();
   KernelOp kernel = kernels.front();
-  if (kernel.getBodyBlock().getOps<AttentionOp>().empty())
-    return kernel.emitError() << "the compiler expects a kernel-level "
-                                 "attn.kernel (holding an attn.attention)";
+  if (isTileProgram(kernel)) {
+    // A tile program's buffers and fragments are sized for its config.
+    if (!kernel.getConfigAttr())
+      return kernel.emitError()
+             << "a tile program (an attn.kernel with no attn.attention) "
+                "must state its config(#attn.config<...>): its buffers and "
+                "fragments are sized for it";
+    const ConfigOverrides &pins = options.pins;
+    if (pins.tileM || pins.tileN || pins.stages || pins.warps ||
+        pins.qInRegs || pins.kvWarps || pins.family != ConfigFamily::Prefill)
+      return kernel.emitError()
+             << "config options do not apply to a tile program: its config "
+                "is the one it states, "
+             << Attribute(kernel.getConfigAttr());
+  }
   if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
     return failure();
   if (options.isa) {

@@ -121,9 +121,14 @@ mlir::FailureOr<CompiledKernel> compile(mlir::MLIRContext &ctx,
                                         const dsl::AttentionSpec &spec,
                                         const CompileOptions &options);
 
+/// Whether `kernel` is a tile program (the tile language's, or an expanded
+/// kernel): it holds no attn.attention.
+bool isTileProgram(attn::KernelOp kernel);
+
 /// Runs the tile pipeline (config selection unless the kernels have a
 /// config, expansion, allocation, barriers) on every kernel of `module`.
-/// Fully pinned overrides are set as the config without a search.
+/// Fully pinned overrides are set as the config without a search. Tile
+/// programs get allocation and barriers only.
 mlir::LogicalResult runTilePipeline(mlir::ModuleOp module,
                                     const attn::ConfigOverrides &pins);
 

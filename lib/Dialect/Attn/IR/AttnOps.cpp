@@ -108,8 +108,11 @@ StringRef KernelOp::getExtraArgName(unsigned i) {
 
 ProblemAttr KernelOp::getProblemInfo() {
   auto attentions = getBodyBlock().getOps<AttentionOp>();
-  if (attentions.empty())
-    return getProblemAttr();
+  if (attentions.empty()) {
+    if (ProblemAttr problem = getProblemAttr())
+      return problem;
+    return getTileProgramProblem();
+  }
   AttentionOp attention = *attentions.begin();
   auto [left, right] = attention.getEffectiveWindow();
   Builder b(getContext());
@@ -118,6 +121,28 @@ ProblemAttr KernelOp::getProblemInfo() {
     pageTable = static_cast<int64_t>(table.getArgNumber()) - kNumTensors;
   return ProblemAttr::get(getContext(), attention.getCausal(), left, right,
                           b.getF32FloatAttr(attention.getScale()), pageTable);
+}
+
+/// A tile program states its problem through its ops: the window of its
+/// first attn.kv_bounds (none: every key) and the default of its
+/// attn.softmax_scale (none: 1 / sqrt(head_dim)).
+ProblemAttr KernelOp::getTileProgramProblem() {
+  int64_t left = -1, right = -1;
+  auto bounds = getBodyBlock().getOps<KVBoundsOp>();
+  if (!bounds.empty()) {
+    left = (*bounds.begin()).getWindowLeft();
+    right = (*bounds.begin()).getWindowRight();
+  }
+  auto scales = getBodyBlock().getOps<SoftmaxScaleOp>();
+  float scale =
+      scales.empty()
+          ? 1.0f / std::sqrt(static_cast<float>(
+                       cast<MemRefType>(getQ().getType()).getDimSize(3)))
+          : (*scales.begin()).getDefaultValue().convertToFloat();
+  Builder b(getContext());
+  return ProblemAttr::get(getContext(), /*causal=*/left < 0 && right == 0,
+                          left, right, b.getF32FloatAttr(scale),
+                          /*page_table=*/-1);
 }
 
 int64_t KernelOp::getPageTableArg() {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
+#include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
 #include "flashtile/Dialect/Attn/Transforms/MaskAnalysis.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
@@ -30,10 +31,7 @@ using namespace flashtile::attn;
 
 namespace {
 
-/// The KV-tile range of one query tile (attn.kv_bounds' results).
-struct KVTileRangeValues {
-  Value begin, unmaskedBegin, unmaskedEnd, end;
-};
+using TileRange = TileBuilder::TileRange;
 
 /// The values every part of the tile program refers to.
 struct TileProgramBuilder {
@@ -42,52 +40,36 @@ struct TileProgramBuilder {
   KernelOp kernel;
   AttentionOp attention;
   ConfigAttr config;
+  /// Every tile op of the program is created through the public builder.
+  TileBuilder t;
   Type dtype;
   int64_t headDim, headDimV;
   int64_t windowLeft, windowRight;
 
   // Set while building.
   Value qs, ks, vs, os, merge;
-  Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
+  TileBuilder::Block blk;
   Value qOperand;
   Value scale, scaleLog2;
   /// One past the last key any row of the block may keep, when a key range
   /// bounds the mask (null: seqlen_k).
   Value keyEnd;
 
-  MemRefType smemType(int64_t slots, int64_t rows, int64_t cols) {
-    return MemRefType::get({slots, rows, cols}, dtype, MemRefLayoutAttrInterface(),
-                           b.getI64IntegerAttr(kSharedMemorySpace));
-  }
-  FragType fragType(ArrayRef<int64_t> shape, Type elementType) {
-    return FragType::get(b.getContext(), shape, elementType);
-  }
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  /// `tile - back` as an index (may go negative: copies of negative tiles
-  /// are empty groups).
-  Value minus(Value tile, int64_t back) {
-    if (back == 0)
-      return tile;
-    return arith::SubIOp::create(b, loc, tile, index(back));
-  }
+  TileProgramBuilder(OpBuilder &b, Location loc, KernelOp kernel,
+                     AttentionOp attention, ConfigAttr config)
+      : b(b), loc(loc), kernel(kernel), attention(attention), config(config),
+        t(b, loc, kernel) {}
 
   /// The block's query tile into Q's buffer.
   void copyQ() {
-    CopyAsyncOp::create(b, loc, kernel.getQ(), batch, mBlock, head, qs,
-                        /*pages=*/Value(), /*limit=*/Value(),
-                        config.getPackGqa());
+    t.copy(kernel.getQ(), blk.batch, blk.mBlock, blk.head, qs,
+           /*pages=*/Value(), /*limit=*/Value(), config.getPackGqa());
   }
   /// KV tile `tile` of `src` (K or V) into `dst`: through the page table
   /// when K and V are paged, zero-filled from the key range's end on.
   void copyKV(Value src, Value tile, Value dst) {
-    CopyAsyncOp::create(b, loc, src, batch, tile, kvHead, dst,
-                        attention.getBlockTable(), keyEnd, /*packed=*/false);
-  }
-  /// The score tile of one warp: its slice of the KV tile.
-  FragType scoreType(Type elementType) {
-    return fragType({config.getTileM(), config.getKeysPerWarp()}, elementType);
+    t.copy(src, blk.batch, tile, blk.kvHead, dst, attention.getBlockTable(),
+           keyEnd, /*packed=*/false);
   }
 
   bool hasScoreMod() { return !attention.getScoreMod().empty(); }
@@ -111,21 +93,14 @@ struct TileProgramBuilder {
 void TileProgramBuilder::buildBuffers() {
   int64_t tileM = config.getTileM(), tileN = config.getTileN();
   int64_t stages = config.getStages();
-  auto alloc = [&](StringRef name, MemRefType type) {
-    return SmemAllocOp::create(b, loc, type, b.getStringAttr(name),
-                               IntegerAttr())
-        .getBuffer();
-  };
-  qs = alloc("Q", smemType(1, tileM, headDim));
-  ks = alloc("K", smemType(stages, tileN, headDim));
-  vs = alloc("V", smemType(stages, tileN, headDimV));
-  os = alloc("O", smemType(1, tileM, headDimV));
+  qs = t.buffer("Q", 1, tileM, headDim);
+  ks = t.buffer("K", stages, tileN, headDim);
+  vs = t.buffer("V", stages, tileN, headDimV);
+  os = t.buffer("O", 1, tileM, headDimV);
   // KV warps meet in f32 after the loop (attn.epilogue).
   if (int64_t kvWarps = config.getKvWarps(); kvWarps > 1)
-    merge = alloc("merge",
-                  MemRefType::get({kvWarps, tileM, headDimV + kMergeRowPadding},
-                                  b.getF32Type(), MemRefLayoutAttrInterface(),
-                                  b.getI64IntegerAttr(kSharedMemorySpace)));
+    merge = t.buffer("merge", kvWarps, tileM, headDimV + kMergeRowPadding,
+                     b.getF32Type());
 }
 
 void TileProgramBuilder::buildPrologue(Value end) {
@@ -133,17 +108,16 @@ void TileProgramBuilder::buildPrologue(Value end) {
   // Groups issue as Q, K[end-1], V[end-1], K[end-2], ..., V[end-stages+1],
   // K[end-stages]: the state the steady-state loop expects on entry.
   copyQ();
-  copyKV(kernel.getK(), minus(end, 1), ks);
+  copyKV(kernel.getK(), t.minus(end, 1), ks);
   qOperand = qs;
   if (config.getQInRegs()) {
     // Moving Q to registers before any V copy is issued is what frees Q's
     // bytes for V.
-    qOperand = LoadFragOp::create(
-        b, loc, fragType({config.getTileM(), headDim}, dtype), qs);
+    qOperand = t.load(qs);
   }
-  for (int64_t t = 1; t < stages; ++t) {
-    copyKV(kernel.getV(), minus(end, t), vs);
-    copyKV(kernel.getK(), minus(end, t + 1), ks);
+  for (int64_t i = 1; i < stages; ++i) {
+    copyKV(kernel.getV(), t.minus(end, i), vs);
+    copyKV(kernel.getK(), t.minus(end, i + 1), ks);
   }
 }
 
@@ -176,8 +150,7 @@ static void cloneHook(OpBuilder &b, KernelOp kernel, Region &from,
 Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
   if (!hasScoreMod() && !(withMaskMod && hasMaskMod()))
     return s;
-  auto op = ModifyScoresOp::create(b, loc, s.getType(), s, mBlock, j, batch,
-                                   head, seqlenQ, seqlenK, scale);
+  ModifyScoresOp op = t.modifyScores(s, blk, j, scale);
   cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
   // A costly term of k - q comes from a table (DiagonalTerm.h), whose rows
   // are per block head: not with packed rows, which mix heads.
@@ -192,36 +165,26 @@ Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
 ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
                                          ValueRange inits, bool masked) {
   int64_t stages = config.getStages();
-  auto loop = KVLoopOp::create(b, loc, lower, upper, inits, masked);
-  OpBuilder::InsertionGuard guard(b);
-  Block &body = loop.getBody().front();
-  b.setInsertionPointToStart(&body);
-  Value j = body.getArgument(0);
-  Value rowMax = body.getArgument(1), rowSum = body.getArgument(2),
-        acc = body.getArgument(3);
-
-  // V's next copy overlaps S = Q K[j]^T and the softmax.
-  copyKV(kernel.getV(), minus(j, stages - 1), vs);
-  Value s = MmaQKOp::create(b, loc, scoreType(b.getF32Type()), qOperand, ks, j);
-  // The hooks first: a score_mod may map -inf to a finite score (a softcap
-  // does), so the window and the sequence end are applied after it.
-  s = modifyScores(s, j, /*withMaskMod=*/masked || unmaskedNeedsMaskMod);
-  if (masked)
-    s = MaskOp::create(b, loc, s.getType(), s, mBlock, j, seqlenQ, seqlenK, windowLeft,
-                       windowRight);
-  auto softmax = OnlineSoftmaxOp::create(
-      b, loc, scoreType(dtype),
-      rowMax.getType(), rowSum.getType(), acc.getType(), s, rowMax, rowSum, acc,
-      scaleLog2);
-  // K's next copy overlaps P V[j].
-  copyKV(kernel.getK(), minus(j, stages), ks);
-  Value newAcc =
-      MmaPVOp::create(b, loc, acc.getType(), softmax.getP(), vs, j,
-                      softmax.getNewAcc());
-  YieldOp::create(b, loc,
-                  ValueRange{softmax.getNewRowMax(), softmax.getNewRowSum(),
-                             newAcc});
-  return loop.getResults();
+  return t.loop(lower, upper, inits, masked,
+                [&](Value j, ValueRange carried) -> SmallVector<Value> {
+    Value rowMax = carried[0], rowSum = carried[1], acc = carried[2];
+    // V's next copy overlaps S = Q K[j]^T and the softmax.
+    copyKV(kernel.getV(), t.minus(j, stages - 1), vs);
+    Value s = t.dot(qOperand, ks, j);
+    // The hooks first: a score_mod may map -inf to a finite score (a
+    // softcap does), so the window and the sequence end are applied after
+    // it.
+    s = modifyScores(s, j, /*withMaskMod=*/masked || unmaskedNeedsMaskMod);
+    if (masked)
+      s = t.mask(s, blk, j, windowLeft, windowRight);
+    OnlineSoftmaxOp softmax =
+        t.onlineSoftmax(s, rowMax, rowSum, acc, scaleLog2, dtype);
+    // K's next copy overlaps P V[j].
+    copyKV(kernel.getK(), t.minus(j, stages), ks);
+    Value newAcc =
+        t.dotAccumulate(softmax.getP(), vs, j, softmax.getNewAcc());
+    return {softmax.getNewRowMax(), softmax.getNewRowSum(), newAcc};
+  });
 }
 
 void TileProgramBuilder::build() {
@@ -232,24 +195,11 @@ void TileProgramBuilder::build() {
   headDim = getPaddedHeadDim(qType.getDimSize(3));
   headDimV = getPaddedHeadDim(vType.getDimSize(3));
   std::tie(windowLeft, windowRight) = attention.getEffectiveWindow();
-  int64_t tileM = config.getTileM();
+  int64_t tileM = config.getTileM(), tileN = config.getTileN();
 
   buildBuffers();
-  Type idx = b.getIndexType();
-  auto ctx = BlockContextOp::create(b, loc, idx, idx, idx, idx, idx, idx,
-                                    kernel.getQ(), kernel.getK());
-  mBlock = ctx.getMBlock();
-  head = ctx.getHead();
-  kvHead = ctx.getKvHead();
-  batch = ctx.getBatch();
-  seqlenQ = ctx.getSeqlenQ();
-  seqlenK = ctx.getSeqlenK();
-  auto bounds = KVBoundsOp::create(
-      b, loc, idx, idx, idx, idx, mBlock, seqlenQ, seqlenK, tileM, config.getTileN(), windowLeft,
-      windowRight);
-
-  KVTileRangeValues range{bounds.getBegin(), bounds.getUnmaskedBegin(),
-                          bounds.getUnmaskedEnd(), bounds.getEnd()};
+  blk = t.blockContext();
+  TileRange range = t.kvBounds(blk, tileM, tileN, windowLeft, windowRight);
   // A mask_mod with a key interval skips the tiles it masks whole and runs
   // the ones it keeps whole without itself.
   bool maskBounded = false;
@@ -262,10 +212,7 @@ void TileProgramBuilder::build() {
   bool maskReadsHead =
       hasMaskMod() && !attention.getMaskMod().front().getArgument(1).use_empty();
   if (hasMaskMod() && !(packed && maskReadsHead)) {
-    auto keyRange = KeyRangeOp::create(
-        b, loc, idx, idx, idx, idx, idx, mBlock, batch, head, seqlenQ, seqlenK,
-        range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
-        tileM, config.getTileN(), /*exact=*/false, /*scan_rows=*/false);
+    KeyRangeOp keyRange = t.keyRange(blk, range, tileM, tileN);
     bool monotone = true;
     FailureOr<bool> exact = buildKeyRange(kernel, attention.getMaskMod(),
                                           keyRange.getBody(), monotone);
@@ -285,10 +232,8 @@ void TileProgramBuilder::build() {
     if (!packed && (failed(exact) || !*exact)) {
       Region &mask = attention.getMaskMod();
       bool perHead = !mask.front().getArgument(1).use_empty();
-      auto blockRanges = BlockRangesOp::create(
-          b, loc, idx, idx, idx, idx, mBlock, batch, head, seqlenQ,
-          range.begin, range.unmaskedBegin, range.unmaskedEnd, range.end,
-          tileM, config.getTileN(), perHead);
+      BlockRangesOp blockRanges =
+          t.blockRanges(blk, range, tileM, tileN, perHead);
       cloneHook(b, kernel, mask, blockRanges.getMaskMod());
       range = {blockRanges.getBegin(), blockRanges.getUnmaskedBegin(),
                blockRanges.getUnmaskedEnd(), blockRanges.getEnd()};
@@ -298,39 +243,25 @@ void TileProgramBuilder::build() {
   }
 
   // The decode family splits each row's KV tiles over kv_splits blocks.
-  if (config.getPackGqa()) {
-    auto split = KVSplitOp::create(b, loc, idx, idx, idx, idx, range.begin,
-                                   range.unmaskedBegin, range.unmaskedEnd,
-                                   range.end);
-    range = {split.getSplitBegin(), split.getSplitUnmaskedBegin(),
-             split.getSplitUnmaskedEnd(), split.getSplitEnd()};
-  }
+  if (config.getPackGqa())
+    range = t.kvSplit(range);
 
   buildPrologue(range.end);
 
   // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.
   // A score_mod sees scaled scores (attn.modify_scores applies the scale),
   // so the softmax and the LSE then work on them unscaled.
-  scale = SoftmaxScaleOp::create(b, loc, b.getF32Type(),
-                                 b.getF32FloatAttr(attention.getScale()));
-  Value log2e = arith::ConstantOp::create(
-      b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+  scale = t.softmaxScale(attention.getScale());
+  Value log2e = t.f32(static_cast<float>(M_LOG2E));
   bool scoresScaled = !attention.getScoreMod().empty();
-  Value softmaxScale =
-      scoresScaled
-          ? arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0f))
-                .getResult()
-          : scale;
+  Value softmaxScale = scoresScaled ? t.f32(1.0f) : scale;
   scaleLog2 = arith::MulFOp::create(b, loc, softmaxScale, log2e);
 
   Type f32 = b.getF32Type();
-  FragType rowType = fragType({tileM}, f32);
-  Value rowMax = SplatOp::create(
-      b, loc, rowType,
-      b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-  Value rowSum = SplatOp::create(b, loc, rowType, b.getF32FloatAttr(0.0f));
-  Value acc = SplatOp::create(b, loc, fragType({tileM, headDimV}, f32),
-                              b.getF32FloatAttr(0.0f));
+  Value rowMax =
+      t.splat({tileM}, f32, -std::numeric_limits<float>::infinity());
+  Value rowSum = t.splat({tileM}, f32, 0.0f);
+  Value acc = t.splat({tileM, headDimV}, f32, 0.0f);
   SmallVector<Value> state = {rowMax, rowSum, acc};
 
   // The tiles at the end of the row (causal diagonal, the partial last tile)
@@ -343,10 +274,10 @@ void TileProgramBuilder::build() {
     state = llvm::to_vector(buildLoop(range.begin, range.unmaskedBegin, state,
                                       /*masked=*/true));
 
-  auto epilogue =
-      EpilogueOp::create(b, loc, state[2], state[0], state[1], os,
-                         kernel.getO(), batch, mBlock, head, kernel.getLse(),
-                         softmaxScale, merge);
+  // Every wait and barrier, the drain before the epilogue's writes
+  // included, comes from attn-insert-barriers.
+  EpilogueOp epilogue = t.epilogue(state[2], state[0], state[1], os, blk,
+                                   softmaxScale, merge);
   cloneHook(b, kernel, attention.getSink(), epilogue.getSink());
 }
 
@@ -357,7 +288,8 @@ LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {
            << "has no attn.attention to expand (already at tile level?)";
   AttentionOp attention = *attentions.begin();
   OpBuilder b(attention);
-  TileProgramBuilder builder{b, attention.getLoc(), kernel, attention, config};
+  TileProgramBuilder builder(b, attention.getLoc(), kernel, attention,
+                             config);
   builder.build();
   // What the attention said outlives it, on the kernel.
   kernel.setProblemAttr(kernel.getProblemInfo());

@@ -99,8 +99,11 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     /// The name of extra argument `i` (0 is the first after LSE).
     ::llvm::StringRef getExtraArgName(unsigned i);
     /// What the kernel computes: the attn.attention's mask and scale at the
-    /// kernel level, the recorded `problem` at the tile level.
+    /// kernel level, the recorded `problem` at the tile level, and in a
+    /// tile program without one, what its ops state
+    /// (getTileProgramProblem).
     ProblemAttr getProblemInfo();
+    ProblemAttr getTileProgramProblem();
     /// The extra argument (0 is the first after LSE) that pages K and V
     /// (getProblemInfo's page_table), or -1: contiguous, or no problem.
     int64_t getPageTableArg();

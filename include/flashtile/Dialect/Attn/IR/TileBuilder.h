@@ -1,0 +1,152 @@
+//===- TileBuilder.h - The tile language's builder ---------------*- C++ -*-===//
+//
+// The one way tile programs are built, by users and by the compiler's own
+// expansion (attn-expand-to-tiles builds the FlashAttention-2 program with
+// it): each method creates one tile-language op and infers its result type,
+// so a program states tiles, copies and math, never a layout, a byte offset
+// or a sync:
+//   - fragments' thread layouts are the lowering's (FragmentLayout.h);
+//   - buffers get bytes from attn-allocate-shared-memory, which checks the
+//     chip's limit and names buffers as the program named them;
+//   - every wait and barrier comes from attn-insert-barriers, which proves
+//     the program race-free.
+//
+//   TileBuilder t(b, loc, kernel);
+//   TileBuilder::Block blk = t.blockContext();
+//   Value ks = t.buffer("K", /*slots=*/1, tileN, headDim);
+//   t.copy(kernel.getK(), blk.batch, j, blk.kvHead, ks);
+//   Value s = t.dot(qf, ks, j);                    // S = Q K[j]^T, f32
+//   Value p = t.map({s}, [&](OpBuilder &b, Location loc, ValueRange x) {
+//     return arith::MulFOp::create(b, loc, x[0], x[0]).getResult();
+//   });
+//   acc = t.dotAccumulate(t.convert(p, dtype), vs, j, acc);
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_DIALECT_ATTN_IR_TILEBUILDER_H
+#define FLASHTILE_DIALECT_ATTN_IR_TILEBUILDER_H
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+
+namespace flashtile::attn {
+
+class TileBuilder {
+public:
+  TileBuilder(mlir::OpBuilder &b, mlir::Location loc, KernelOp kernel)
+      : b(b), loc(loc), kernel(kernel) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location getLoc() const { return loc; }
+  KernelOp getKernel() { return kernel; }
+  /// The element type of Q (and of K, V, O).
+  mlir::Type getElementType();
+
+  //===--- The block and its sizes -------------------------------------===//
+  struct Block {
+    mlir::Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
+  };
+  /// attn.block_context.
+  Block blockContext();
+  /// The KV tiles a query tile visits (attn.kv_bounds and its refinements).
+  struct TileRange {
+    mlir::Value begin, unmaskedBegin, unmaskedEnd, end;
+  };
+  /// attn.kv_bounds: -1 for an unbounded window side; (-1, 0) is causal.
+  TileRange kvBounds(const Block &block, int64_t tileM, int64_t tileN,
+                     int64_t windowLeft, int64_t windowRight);
+  /// attn.kv_split of `range` (the decode family's split-KV).
+  TileRange kvSplit(const TileRange &range);
+  /// attn.softmax_scale: the run-time scale, `defaultValue` when the caller
+  /// passes none.
+  mlir::Value softmaxScale(float defaultValue);
+  /// Index and f32 constants, and `tile - back`.
+  mlir::Value index(int64_t value);
+  mlir::Value f32(float value);
+  mlir::Value minus(mlir::Value tile, int64_t back);
+
+  //===--- Shared memory ------------------------------------------------===//
+  /// attn.smem_alloc of `slots x rows x cols` elements (default: Q's type),
+  /// named `name` in plans and errors.
+  mlir::Value buffer(llvm::StringRef name, int64_t slots, int64_t rows,
+                     int64_t cols, mlir::Type elementType = {});
+  /// attn.copy_async of tile `tile` of `src` into its slot of `dst`.
+  void copy(mlir::Value src, mlir::Value batch, mlir::Value tile,
+            mlir::Value head, mlir::Value dst, mlir::Value pages = {},
+            mlir::Value limit = {}, bool packed = false);
+  /// attn.load_frag: slot 0 of `src` into registers.
+  mlir::Value load(mlir::Value src);
+
+  //===--- Register tiles -----------------------------------------------===//
+  /// attn.splat.
+  mlir::Value splat(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
+                    float value);
+  /// attn.mma_qk: S = Q K[tile]^T in f32 (`q` in registers or shared
+  /// memory); the result is the warp's slice of the KV tile.
+  mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile);
+  /// attn.mma_pv: acc + P V[tile].
+  mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
+                            mlir::Value acc);
+  /// The scalar body of a map: its arguments are one per operand (elements
+  /// of fragments, scalars as they are), then the row and, for a rank-2
+  /// result, the column; it returns the f32 element.
+  using MapBody = std::function<mlir::Value(
+      mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+  /// attn.map: the result's shape is the rank-2 operands' (else the rank-1
+  /// ones').
+  mlir::Value map(mlir::ValueRange operands, const MapBody &body);
+  /// attn.map with the body left empty (its block has its arguments), for
+  /// callers that trace the body themselves.
+  MapOp createMap(mlir::ValueRange operands);
+  /// attn.reduce_rows ("max" or "sum").
+  mlir::Value reduceRows(mlir::Value source, llvm::StringRef kind);
+  /// attn.convert to f16 / bf16 in the A-operand layout.
+  mlir::Value convert(mlir::Value source, mlir::Type elementType);
+
+  //===--- The fused steps of the built-in programs ----------------------===//
+  /// attn.mask of the scores of KV tile `nBlock`.
+  mlir::Value mask(mlir::Value s, const Block &block, mlir::Value nBlock,
+                   int64_t windowLeft, int64_t windowRight);
+  /// attn.modify_scores with empty hook regions, for the caller to fill.
+  ModifyScoresOp modifyScores(mlir::Value s, const Block &block,
+                              mlir::Value nBlock, mlir::Value scale);
+  /// attn.online_softmax: P (in `pType`'s element type) and the new state.
+  OnlineSoftmaxOp onlineSoftmax(mlir::Value s, mlir::Value rowMax,
+                                mlir::Value rowSum, mlir::Value acc,
+                                mlir::Value scaleLog2, mlir::Type pElementType);
+  /// attn.key_range and attn.block_ranges over `within`, regions empty.
+  KeyRangeOp keyRange(const Block &block, const TileRange &within,
+                      int64_t tileM, int64_t tileN);
+  BlockRangesOp blockRanges(const Block &block, const TileRange &within,
+                            int64_t tileM, int64_t tileN, bool perHead);
+
+  //===--- The KV loop and the block's exits -----------------------------===//
+  /// The body of a KV loop: given the tile index and the loop-carried
+  /// values, returns their new values.
+  using LoopBody = std::function<llvm::SmallVector<mlir::Value>(
+      mlir::Value j, mlir::ValueRange carried)>;
+  /// attn.kv_loop from `upper - 1` down to `lower`; `masked` records that
+  /// the body masks scores.
+  mlir::ValueRange loop(mlir::Value lower, mlir::Value upper,
+                        mlir::ValueRange inits, bool masked,
+                        const LoopBody &body);
+  /// attn.store of `acc` as the block's rows of O (`lseValues` optional).
+  void store(mlir::Value acc, mlir::Value stage, const Block &block,
+             mlir::Value lseValues = {});
+  /// attn.epilogue (normalise by l, LSE), its sink region empty.
+  EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
+                      mlir::Value stage, const Block &block,
+                      mlir::Value softmaxScale, mlir::Value merge = {});
+
+private:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  KernelOp kernel;
+};
+
+} // namespace flashtile::attn
+
+#endif // FLASHTILE_DIALECT_ATTN_IR_TILEBUILDER_H

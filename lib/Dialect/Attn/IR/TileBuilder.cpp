@@ -1,0 +1,230 @@
+//===- TileBuilder.cpp - The tile language's builder ----------------------===//
+
+#include "flashtile/Dialect/Attn/IR/TileBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+Type TileBuilder::getElementType() {
+  return cast<MemRefType>(kernel.getQ().getType()).getElementType();
+}
+
+TileBuilder::Block TileBuilder::blockContext() {
+  Type idx = b.getIndexType();
+  auto ctx = BlockContextOp::create(b, loc, idx, idx, idx, idx, idx, idx,
+                                    kernel.getQ(), kernel.getK());
+  return {ctx.getMBlock(), ctx.getHead(),      ctx.getKvHead(),
+          ctx.getBatch(),  ctx.getSeqlenQ(), ctx.getSeqlenK()};
+}
+
+TileBuilder::TileRange TileBuilder::kvBounds(const Block &block, int64_t tileM,
+                                             int64_t tileN, int64_t windowLeft,
+                                             int64_t windowRight) {
+  Type idx = b.getIndexType();
+  auto bounds = KVBoundsOp::create(b, loc, idx, idx, idx, idx, block.mBlock,
+                                   block.seqlenQ, block.seqlenK, tileM, tileN,
+                                   windowLeft, windowRight);
+  return {bounds.getBegin(), bounds.getUnmaskedBegin(),
+          bounds.getUnmaskedEnd(), bounds.getEnd()};
+}
+
+TileBuilder::TileRange TileBuilder::kvSplit(const TileRange &range) {
+  Type idx = b.getIndexType();
+  auto split = KVSplitOp::create(b, loc, idx, idx, idx, idx, range.begin,
+                                 range.unmaskedBegin, range.unmaskedEnd,
+                                 range.end);
+  return {split.getSplitBegin(), split.getSplitUnmaskedBegin(),
+          split.getSplitUnmaskedEnd(), split.getSplitEnd()};
+}
+
+Value TileBuilder::softmaxScale(float defaultValue) {
+  return SoftmaxScaleOp::create(b, loc, b.getF32Type(),
+                                b.getF32FloatAttr(defaultValue));
+}
+
+Value TileBuilder::index(int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value TileBuilder::f32(float value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value TileBuilder::minus(Value tile, int64_t back) {
+  if (back == 0)
+    return tile;
+  Value amount = index(back);
+  return arith::SubIOp::create(b, loc, tile, amount);
+}
+
+Value TileBuilder::buffer(StringRef name, int64_t slots, int64_t rows,
+                          int64_t cols, Type elementType) {
+  if (!elementType)
+    elementType = getElementType();
+  auto type = MemRefType::get({slots, rows, cols}, elementType,
+                              MemRefLayoutAttrInterface(),
+                              b.getI64IntegerAttr(kSharedMemorySpace));
+  return SmemAllocOp::create(b, loc, type, b.getStringAttr(name),
+                             IntegerAttr())
+      .getBuffer();
+}
+
+void TileBuilder::copy(Value src, Value batch, Value tile, Value head,
+                       Value dst, Value pages, Value limit, bool packed) {
+  CopyAsyncOp::create(b, loc, src, batch, tile, head, dst, pages, limit,
+                      packed);
+}
+
+Value TileBuilder::load(Value src) {
+  auto type = cast<MemRefType>(src.getType());
+  return LoadFragOp::create(
+      b, loc,
+      FragType::get(b.getContext(), {type.getDimSize(1), type.getDimSize(2)},
+                    type.getElementType()),
+      src);
+}
+
+Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType,
+                         float value) {
+  return SplatOp::create(b, loc, FragType::get(b.getContext(), shape,
+                                               elementType),
+                         b.getF32FloatAttr(value));
+}
+
+Value TileBuilder::dot(Value q, Value k, Value tile) {
+  int64_t rows = isa<FragType>(q.getType())
+                     ? cast<FragType>(q.getType()).getDimSize(0)
+                     : cast<MemRefType>(q.getType()).getDimSize(1);
+  ConfigAttr config = kernel.getConfigAttr();
+  int64_t kvWarps = config ? config.getKvWarps() : 1;
+  int64_t keys = cast<MemRefType>(k.getType()).getDimSize(1) / kvWarps;
+  auto type = FragType::get(b.getContext(), {rows, keys}, b.getF32Type());
+  return MmaQKOp::create(b, loc, type, q, k, tile);
+}
+
+Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc) {
+  return MmaPVOp::create(b, loc, acc.getType(), p, v, tile, acc);
+}
+
+MapOp TileBuilder::createMap(ValueRange operands) {
+  std::optional<int64_t> rows, cols;
+  for (Value operand : operands)
+    if (auto frag = dyn_cast<FragType>(operand.getType())) {
+      rows = frag.getDimSize(0);
+      if (frag.getRank() == 2)
+        cols = frag.getDimSize(1);
+    }
+  SmallVector<int64_t> shape = {rows.value_or(0)};
+  if (cols)
+    shape.push_back(*cols);
+  auto type = FragType::get(b.getContext(), shape, b.getF32Type());
+  auto map = MapOp::create(b, loc, type, operands);
+  mlir::Block *body = new mlir::Block();
+  map.getBody().push_back(body);
+  for (Value operand : operands) {
+    Type t = operand.getType();
+    body->addArgument(isa<FragType>(t) ? cast<FragType>(t).getElementType() : t,
+                      loc);
+  }
+  for (size_t c = 0; c < shape.size(); ++c)
+    body->addArgument(b.getIndexType(), loc);
+  return map;
+}
+
+Value TileBuilder::map(ValueRange operands, const MapBody &body) {
+  MapOp map = createMap(operands);
+  OpBuilder::InsertionGuard guard(b);
+  mlir::Block &block = map.getBody().front();
+  b.setInsertionPointToStart(&block);
+  Value result = body(b, loc, block.getArguments());
+  YieldOp::create(b, loc, ValueRange{result});
+  return map.getResult();
+}
+
+Value TileBuilder::reduceRows(Value source, StringRef kind) {
+  auto type = cast<FragType>(source.getType());
+  return ReduceRowsOp::create(
+      b, loc, FragType::get(b.getContext(), {type.getDimSize(0)},
+                            type.getElementType()),
+      source, b.getStringAttr(kind));
+}
+
+Value TileBuilder::convert(Value source, Type elementType) {
+  auto type = cast<FragType>(source.getType());
+  return ConvertOp::create(
+      b, loc, FragType::get(b.getContext(), type.getShape(), elementType),
+      source);
+}
+
+Value TileBuilder::mask(Value s, const Block &block, Value nBlock,
+                        int64_t windowLeft, int64_t windowRight) {
+  return MaskOp::create(b, loc, s.getType(), s, block.mBlock, nBlock,
+                        block.seqlenQ, block.seqlenK, windowLeft, windowRight);
+}
+
+ModifyScoresOp TileBuilder::modifyScores(Value s, const Block &block,
+                                         Value nBlock, Value scale) {
+  return ModifyScoresOp::create(b, loc, s.getType(), s, block.mBlock, nBlock,
+                                block.batch, block.head, block.seqlenQ,
+                                block.seqlenK, scale);
+}
+
+OnlineSoftmaxOp TileBuilder::onlineSoftmax(Value s, Value rowMax, Value rowSum,
+                                           Value acc, Value scaleLog2,
+                                           Type pElementType) {
+  auto sType = cast<FragType>(s.getType());
+  auto pType = FragType::get(b.getContext(), sType.getShape(), pElementType);
+  return OnlineSoftmaxOp::create(b, loc, pType, rowMax.getType(),
+                                 rowSum.getType(), acc.getType(), s, rowMax,
+                                 rowSum, acc, scaleLog2);
+}
+
+KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
+                                 int64_t tileM, int64_t tileN) {
+  Type idx = b.getIndexType();
+  return KeyRangeOp::create(b, loc, idx, idx, idx, idx, idx, block.mBlock,
+                            block.batch, block.head, block.seqlenQ,
+                            block.seqlenK, within.begin, within.unmaskedBegin,
+                            within.unmaskedEnd, within.end, tileM, tileN,
+                            /*exact=*/false, /*scan_rows=*/false);
+}
+
+BlockRangesOp TileBuilder::blockRanges(const Block &block,
+                                       const TileRange &within, int64_t tileM,
+                                       int64_t tileN, bool perHead) {
+  Type idx = b.getIndexType();
+  return BlockRangesOp::create(b, loc, idx, idx, idx, idx, block.mBlock,
+                               block.batch, block.head, block.seqlenQ,
+                               within.begin, within.unmaskedBegin,
+                               within.unmaskedEnd, within.end, tileM, tileN,
+                               perHead);
+}
+
+ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,
+                             bool masked, const LoopBody &body) {
+  auto loop = KVLoopOp::create(b, loc, lower, upper, inits, masked);
+  OpBuilder::InsertionGuard guard(b);
+  mlir::Block &block = loop.getBody().front();
+  b.setInsertionPointToStart(&block);
+  SmallVector<Value> yields =
+      body(block.getArgument(0), block.getArguments().drop_front());
+  YieldOp::create(b, loc, yields);
+  return loop.getResults();
+}
+
+void TileBuilder::store(Value acc, Value stage, const Block &block,
+                        Value lseValues) {
+  StoreOp::create(b, loc, acc, stage, kernel.getO(), block.batch,
+                  block.mBlock, block.head, kernel.getLse(), lseValues);
+}
+
+EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,
+                                 Value stage, const Block &block,
+                                 Value softmaxScale, Value merge) {
+  return EpilogueOp::create(b, loc, acc, rowMax, rowSum, stage, kernel.getO(),
+                            block.batch, block.mBlock, block.head,
+                            kernel.getLse(), softmaxScale, merge);
+}

@@ -1,0 +1,159 @@
+// RUN: flashtile-opt %s -split-input-file -verify-diagnostics
+
+// Shape, dtype and layout mismatches are errors at the user's op.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_shapes arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %b = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{operand 1 is '!attn.frag<64x64xf32>' but an earlier operand is 64x32}}
+  %c = attn.map %a, %b : !attn.frag<64x32xf32>, !attn.frag<64x64xf32> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %y: f32, %row: index, %col: index):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_rows arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %r = attn.splat {value = 1.0 : f32} : !attn.frag<128xf32>
+  // expected-error @below {{operand 1 has 128 rows but an earlier operand has 64}}
+  %c = attn.map %a, %r : !attn.frag<64x32xf32>, !attn.frag<128xf32> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %y: f32, %row: index, %col: index):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_dtype arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xbf16>
+  // expected-error @below {{operand 0 is '!attn.frag<64x32xbf16>'; convert to f32 first (fragments of f16/bf16 are mma operands)}}
+  %c = attn.map %a : !attn.frag<64x32xbf16> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: bf16, %row: index, %col: index):
+    %y = arith.extf %x : bf16 to f32
+    attn.yield %y : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_body_arity arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{body must take 3 arguments: one per operand, then the row and the column (index); it takes 1}}
+  %c = attn.map %a : !attn.frag<64x32xf32> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_result_shape arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{result must be '!attn.frag<64x32xf32>', got '!attn.frag<64xf32>'}}
+  %c = attn.map %a : !attn.frag<64x32xf32> -> !attn.frag<64xf32> {
+  ^bb0(%x: f32, %row: index):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_outside_value arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %two = arith.constant 2.0 : f32
+  %c = attn.map %a : !attn.frag<64x32xf32> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %row: index, %col: index):
+    // expected-error @below {{uses a value defined outside the map hook}}
+    %y = arith.mulf %x, %two : f32
+    attn.yield %y : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @reduce_kind arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{kind must be "max" or "sum", got "min"}}
+  %r = attn.reduce_rows %a {kind = "min"} : !attn.frag<64x32xf32> -> !attn.frag<64xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @reduce_kv_warps arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 2, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<16x16xf32>
+  // expected-error @below {{needs whole rows in one warp; the kernel's config splits each row over 4 KV warps}}
+  %r = attn.reduce_rows %a {kind = "max"} : !attn.frag<16x16xf32> -> !attn.frag<16xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @convert_columns arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x24xf32>
+  // expected-error @below {{source has 24 columns; an mma A operand needs a multiple of 16}}
+  %p = attn.convert %a : !attn.frag<64x24xf32> -> !attn.frag<64x24xbf16>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @convert_type arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{result must be f16 or bf16, got 'f32'}}
+  %p = attn.convert %a : !attn.frag<64x32xf32> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_columns arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x128xbf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
+  // expected-error @below {{acc has 128 columns but O's head dim 64 pads to 64}}
+  attn.store %acc, %os -> %o[%b, %m, %h], %lse : !attn.frag<64x128xf32>, memref<1x64x128xbf16, 3> -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_stage_dtype arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x64xf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{staging buffer holds 'f16' but O is 'bf16'}}
+  attn.store %acc, %os -> %o[%b, %m, %h], %lse : !attn.frag<64x64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
+}

@@ -1,0 +1,41 @@
+// RUN: flashtile-opt %s | flashtile-opt | FileCheck %s
+
+// The tile language's ops round-trip: map with broadcasting of a row
+// fragment and a scalar, reduce_rows, convert and store.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!s = !attn.frag<64x32xf32>
+// CHECK-LABEL: attn.kernel @ops
+// CHECK:         %[[MAX:.*]] = attn.reduce_rows %{{.*}} {kind = "max"} : !attn.frag<64x32xf32> -> !attn.frag<64xf32>
+// CHECK:         %[[E:.*]] = attn.map %{{.*}}, %[[MAX]], %{{.*}} : !attn.frag<64x32xf32>, !attn.frag<64xf32>, f32 -> !attn.frag<64x32xf32> {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[M:.*]]: f32, %[[C:.*]]: f32, %{{.*}}: index, %{{.*}}: index):
+// CHECK:           attn.yield %{{.*}} : f32
+// CHECK:         attn.reduce_rows %[[E]] {kind = "sum"}
+// CHECK:         attn.map %{{.*}} : !attn.frag<64xf32> -> !attn.frag<64xf32> {
+// CHECK-NEXT:    ^bb0(%{{.*}}: f32, %{{.*}}: index):
+// CHECK:         attn.convert %[[E]] : !attn.frag<64x32xf32> -> !attn.frag<64x32xbf16>
+// CHECK:         attn.store %{{.*}}, %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} values(%{{.*}} : !attn.frag<64xf32>) : !attn.frag<64x64xf32>, memref<1x64x64xbf16, 3> -> memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>, memref<?x?x?xf32>
+attn.kernel @ops arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x64xbf16, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %scale = attn.softmax_scale {default_value = 0.125 : f32} : f32
+  %s = attn.splat {value = 1.0 : f32} : !s
+  %max = attn.reduce_rows %s {kind = "max"} : !s -> !attn.frag<64xf32>
+  %e = attn.map %s, %max, %scale : !s, !attn.frag<64xf32>, f32 -> !s {
+  ^bb0(%x: f32, %mx: f32, %c: f32, %row: index, %col: index):
+    %d = arith.subf %x, %mx : f32
+    %y = arith.mulf %d, %c : f32
+    %z = math.exp %y : f32
+    attn.yield %z : f32
+  }
+  %l = attn.reduce_rows %e {kind = "sum"} : !s -> !attn.frag<64xf32>
+  %lse_rows = attn.map %l : !attn.frag<64xf32> -> !attn.frag<64xf32> {
+  ^bb0(%x: f32, %row: index):
+    %y = math.log %x : f32
+    attn.yield %y : f32
+  }
+  %p = attn.convert %e : !s -> !attn.frag<64x32xbf16>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  attn.store %acc, %os -> %o[%b, %m, %h], %lse values(%lse_rows : !attn.frag<64xf32>) : !attn.frag<64x64xf32>, memref<1x64x64xbf16, 3> -> !t, !lse
+}
