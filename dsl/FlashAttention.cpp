@@ -3,6 +3,7 @@
 #include "flashtile/DSL/FlashAttention.h"
 
 #include "HookTracer.h"
+#include "KernelShell.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
@@ -58,29 +59,30 @@ static LogicalResult traceHooks(KernelOp kernel, AttentionOp attention,
   return success();
 }
 
-FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
-                                              const AttentionSpec &spec,
-                                              Location loc) {
+Type dsl::detail::elementTypeOf(Builder &b, DType t) {
+  switch (t) {
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I64:
+    return b.getI64Type();
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+KernelOp dsl::detail::createKernelShell(ModuleOp module, StringRef name,
+                                        Chip chip, DType dtypeOfQ,
+                                        int64_t headDim, int64_t headDimV,
+                                        ArrayRef<ExtraArg> extraArgs,
+                                        ConfigAttr config, Location loc) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto elementType = [&](DType t) -> Type {
-    switch (t) {
-    case DType::F16:
-      return b.getF16Type();
-    case DType::BF16:
-      return b.getBF16Type();
-    case DType::F32:
-      return b.getF32Type();
-    case DType::I32:
-      return b.getI32Type();
-    case DType::I64:
-      return b.getI64Type();
-    }
-    llvm_unreachable("unknown dtype");
-  };
-  Type dtype = elementType(spec.dtype);
-  int64_t headDimV = spec.headDimV ? spec.headDimV : spec.headDim;
-
+  Type dtype = elementTypeOf(b, dtypeOfQ);
   // (batch, seqlen, heads, dim): dynamic sizes and strides, contiguous rows.
   int64_t dyn = ShapedType::kDynamic;
   auto tensorType = [&](int64_t dim) {
@@ -91,21 +93,21 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
 
   SmallVector<StringRef> extraNames;
-  for (const ExtraArg &extra : spec.extraArgs)
+  for (const ExtraArg &extra : extraArgs)
     extraNames.push_back(extra.name);
   auto kernel = KernelOp::create(
-      b, loc, b.getStringAttr(spec.name), ArchAttr::get(ctx, spec.chip),
-      ConfigAttr(), IntegerAttr(),
+      b, loc, b.getStringAttr(name), ArchAttr::get(ctx, chip), config,
+      IntegerAttr(),
       extraNames.empty() ? ArrayAttr() : b.getStrArrayAttr(extraNames),
       ProblemAttr());
   Block *body = new Block();
   kernel.getBody().push_back(body);
-  for (Type type : {Type(tensorType(spec.headDim)), Type(tensorType(spec.headDim)),
+  for (Type type : {Type(tensorType(headDim)), Type(tensorType(headDim)),
                     Type(tensorType(headDimV)), Type(tensorType(headDimV)),
                     Type(lseType)})
     body->addArgument(type, loc);
-  for (const ExtraArg &extra : spec.extraArgs) {
-    Type elt = elementType(extra.dtype);
+  for (const ExtraArg &extra : extraArgs) {
+    Type elt = elementTypeOf(b, extra.dtype);
     if (extra.rank < 0) {
       body->addArgument(elt, loc);
       continue;
@@ -115,6 +117,18 @@ FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
         MemRefType::get(shape, elt, StridedLayoutAttr::get(ctx, 0, strides)),
         loc);
   }
+  return kernel;
+}
+
+FailureOr<KernelOp> dsl::buildAttentionKernel(ModuleOp module,
+                                              const AttentionSpec &spec,
+                                              Location loc) {
+  int64_t headDimV = spec.headDimV ? spec.headDimV : spec.headDim;
+  KernelOp kernel = detail::createKernelShell(
+      module, spec.name, spec.chip, spec.dtype, spec.headDim, headDimV,
+      spec.extraArgs, ConfigAttr(), loc);
+  OpBuilder b(module.getContext());
+  Block *body = &kernel.getBodyBlock();
 
   // Verify the kernel's signature before building into it: an impossible
   // head dim is the kernel's error, not the attention op's.

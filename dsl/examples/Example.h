@@ -14,6 +14,7 @@
 
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/DSL/FlashAttention.h"
+#include "flashtile/DSL/Tile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,8 +26,17 @@
 
 namespace flashtile::examples {
 
-/// Applies the command line to `spec`; false (after a message) on a bad flag.
-inline bool parseFlags(int argc, char **argv, dsl::AttentionSpec &spec) {
+/// What the command line sets.
+struct Flags {
+  dsl::DType dtype;
+  int64_t headDim;
+  bool causal;
+  std::string name;
+};
+
+/// Applies the command line to `flags`; false (after a message) on a bad
+/// flag.
+inline bool parseFlags(int argc, char **argv, Flags &flags) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char *flag) -> const char * {
@@ -35,20 +45,20 @@ inline bool parseFlags(int argc, char **argv, dsl::AttentionSpec &spec) {
     };
     if (const char *v = value("--dtype=")) {
       if (std::strcmp(v, "f16") == 0)
-        spec.dtype = dsl::DType::F16;
+        flags.dtype = dsl::DType::F16;
       else if (std::strcmp(v, "bf16") == 0)
-        spec.dtype = dsl::DType::BF16;
+        flags.dtype = dsl::DType::BF16;
       else {
         llvm::errs() << argv[0] << ": --dtype takes f16 or bf16, got '" << v
                      << "'\n";
         return false;
       }
     } else if (const char *v = value("--head-dim=")) {
-      spec.headDim = std::atoi(v);
+      flags.headDim = std::atoi(v);
     } else if (const char *v = value("--causal=")) {
-      spec.causal = std::strcmp(v, "1") == 0;
+      flags.causal = std::strcmp(v, "1") == 0;
     } else if (const char *v = value("--name=")) {
-      spec.name = v;
+      flags.name = v;
     } else {
       llvm::errs() << argv[0] << ": unknown argument '" << arg
                    << "'; usage: " << argv[0]
@@ -63,8 +73,13 @@ inline bool parseFlags(int argc, char **argv, dsl::AttentionSpec &spec) {
 /// Builds `spec` after the command line and prints its module; the exit
 /// code of the example.
 inline int printKernel(int argc, char **argv, dsl::AttentionSpec spec) {
-  if (!parseFlags(argc, argv, spec))
+  Flags flags{spec.dtype, spec.headDim, spec.causal, spec.name};
+  if (!parseFlags(argc, argv, flags))
     return 2;
+  spec.dtype = flags.dtype;
+  spec.headDim = flags.headDim;
+  spec.causal = flags.causal;
+  spec.name = flags.name;
   mlir::MLIRContext ctx;
   registerCompilerDialects(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -72,6 +87,26 @@ inline int printKernel(int argc, char **argv, dsl::AttentionSpec spec) {
   if (mlir::failed(dsl::buildAttentionKernel(
           *module, spec, mlir::NameLoc::get(mlir::StringAttr::get(
                              &ctx, "spec:" + spec.name)))))
+    return 1;
+  module->print(llvm::outs());
+  llvm::outs() << "\n";
+  return 0;
+}
+
+/// The same for a tile program: `make` builds the spec from the flags.
+template <typename MakeSpec>
+inline int printTileKernel(int argc, char **argv, Flags flags,
+                           const MakeSpec &make) {
+  if (!parseFlags(argc, argv, flags))
+    return 2;
+  dsl::TileKernelSpec spec = make(flags);
+  mlir::MLIRContext ctx;
+  registerCompilerDialects(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  if (mlir::failed(dsl::buildTileKernel(
+          *module, spec, mlir::NameLoc::get(mlir::StringAttr::get(
+                             &ctx, "tile:" + spec.name)))))
     return 1;
   module->print(llvm::outs());
   llvm::outs() << "\n";

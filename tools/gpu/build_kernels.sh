@@ -158,6 +158,8 @@ if [ "$mode" != quick ]; then
   variant prefix_lm 0
   variant chunked 1
   variant gqa 1
+  # The tile-language example (a tile program, not hooks).
+  variant sigmoid 0 1
   build var_window1024_bf16 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
     --head-dim=128 --window=1024,0
 fi

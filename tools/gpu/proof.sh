@@ -20,6 +20,9 @@
 #  10. decode: bench_decode.py (the decode family on the issue's decode
 #      shapes: float64 check, then time next to FA2, cuDNN and a plain read
 #      of the same K/V bytes)
+#  11. tiles: check_tiles.py (the tile-language examples against float64
+#      eager twins, then speed next to the plain kernel and SDPA), and
+#      compute-sanitizer memcheck, racecheck and synccheck on one of them
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -202,6 +205,28 @@ timeout 420 python3 "$root/tools/gpu/bench_decode.py" --kernels "$kernels" \
   > "$out/decode.txt" 2>&1
 status=$?
 stage decode "$(verdict $status)" "$(grep -E 'checks passed' "$out/decode.txt" | tail -1) (decode.txt)"
+fi
+
+if want tiles; then
+timeout 300 python3 "$root/tools/gpu/check_tiles.py" --kernels "$kernels" \
+  > "$out/tiles.txt" 2>&1
+status=$?
+stage tiles "$(verdict $status)" "$(grep -E 'cases passed' "$out/tiles.txt" | tail -1) (tiles.txt)"
+# The barriers the compiler placed, under the sanitizer: a tile program
+# whose user wrote none.
+tiles_status=0
+: > "$out/tiles-sanitize.txt"
+for tool in memcheck racecheck synccheck; do
+  timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    python3 "$root/tools/gpu/check_tiles.py" --kernels "$kernels" --quick \
+    > "$out/sanitize.log" 2>&1
+  status=$?
+  [ $status -ne 0 ] && tiles_status=1
+  { echo "== var_sigmoid_bf16_c1 $tool: exit $status"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|cases passed" "$out/sanitize.log"; } \
+    >> "$out/tiles-sanitize.txt"
+done
+rm -f "$out/sanitize.log"
+stage tiles-sanitize "$(verdict $tiles_status)" "$(grep -c 'exit 0' "$out/tiles-sanitize.txt") of 3 runs clean (tiles-sanitize.txt)"
 fi
 
 if want python; then

@@ -87,6 +87,11 @@ struct ConvertAttnToNVVMPass
          llvm::make_early_inc_range(module.getOps<KernelOp>())) {
       if (failed(checkLowerable(kernel)))
         return signalPassFailure();
+      // A map's body may read kernel arguments directly; the lowering
+      // reads them as parameters, through attn.kernel_arg.
+      kernel.walk([&](MapOp map) {
+        readKernelArgsThroughKernelArgOps(map.getBody(), kernel);
+      });
       if (getBlockRanges(kernel) &&
           failed(lowering::buildBlockMaskKernels(kernel)))
         return signalPassFailure();

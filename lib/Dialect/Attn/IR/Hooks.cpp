@@ -8,6 +8,8 @@
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
+#include "mlir/IR/Builders.h"
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -56,6 +58,25 @@ static bool isExtraArg(KernelOp kernel, Value value) {
   auto arg = dyn_cast<BlockArgument>(value);
   return arg && arg.getOwner() == &kernel.getBodyBlock() &&
          arg.getArgNumber() >= KernelOp::kNumTensors;
+}
+
+void attn::readKernelArgsThroughKernelArgOps(Region &hook, KernelOp kernel) {
+  if (hook.empty())
+    return;
+  Block &body = hook.front();
+  OpBuilder b = OpBuilder::atBlockBegin(&body);
+  llvm::SmallDenseMap<Value, Value> replacements;
+  body.walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand.get());
+      if (!arg || arg.getOwner() != &kernel.getBodyBlock())
+        continue;
+      Value &replacement = replacements[arg];
+      if (!replacement)
+        replacement = KernelArgOp::create(b, arg.getLoc(), arg);
+      operand.set(replacement);
+    }
+  });
 }
 
 LogicalResult attn::verifyHookBody(Operation *owner, Region &region,

@@ -124,41 +124,26 @@ void TileProgramBuilder::buildPrologue(Value end) {
 /// Clones hook region `from` into `to`, with each kernel argument the hook
 /// reads replaced by an attn.kernel_arg at the top of the hook: the tile-level
 /// op is isolated from above.
-static void cloneHook(OpBuilder &b, KernelOp kernel, Region &from,
-                      Region &to) {
+static void cloneHook(KernelOp kernel, Region &from, Region &to) {
   if (from.empty())
     return;
   IRMapping mapping;
   from.cloneInto(&to, mapping);
-  Block &body = to.front();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(&body);
-  llvm::SmallDenseMap<Value, Value> replacements;
-  body.walk([&](Operation *op) {
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto arg = dyn_cast<BlockArgument>(operand.get());
-      if (!arg || arg.getOwner() != &kernel.getBodyBlock())
-        continue;
-      Value &replacement = replacements[arg];
-      if (!replacement)
-        replacement = KernelArgOp::create(b, arg.getLoc(), arg);
-      operand.set(replacement);
-    }
-  });
+  readKernelArgsThroughKernelArgOps(to, kernel);
 }
 
 Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
   if (!hasScoreMod() && !(withMaskMod && hasMaskMod()))
     return s;
   ModifyScoresOp op = t.modifyScores(s, blk, j, scale);
-  cloneHook(b, kernel, attention.getScoreMod(), op.getScoreMod());
+  cloneHook(kernel, attention.getScoreMod(), op.getScoreMod());
   // A costly term of k - q comes from a table (DiagonalTerm.h), whose rows
   // are per block head: not with packed rows, which mix heads.
   if (!config.getPackGqa())
     if (Operation *term = findDiagonalTerm(op.getScoreMod()))
       term->setAttr(kDiagonalTermAttrName, b.getUnitAttr());
   if (withMaskMod)
-    cloneHook(b, kernel, attention.getMaskMod(), op.getMaskMod());
+    cloneHook(kernel, attention.getMaskMod(), op.getMaskMod());
   return op.getResult();
 }
 
@@ -234,7 +219,7 @@ void TileProgramBuilder::build() {
       bool perHead = !mask.front().getArgument(1).use_empty();
       BlockRangesOp blockRanges =
           t.blockRanges(blk, range, tileM, tileN, perHead);
-      cloneHook(b, kernel, mask, blockRanges.getMaskMod());
+      cloneHook(kernel, mask, blockRanges.getMaskMod());
       range = {blockRanges.getBegin(), blockRanges.getUnmaskedBegin(),
                blockRanges.getUnmaskedEnd(), blockRanges.getEnd()};
       maskBounded = true;
@@ -278,7 +263,7 @@ void TileProgramBuilder::build() {
   // included, comes from attn-insert-barriers.
   EpilogueOp epilogue = t.epilogue(state[2], state[0], state[1], os, blk,
                                    softmaxScale, merge);
-  cloneHook(b, kernel, attention.getSink(), epilogue.getSink());
+  cloneHook(kernel, attention.getSink(), epilogue.getSink());
 }
 
 LogicalResult attn::expandAttentionToTiles(KernelOp kernel, ConfigAttr config) {

@@ -74,6 +74,12 @@ std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
 /// math, memref.load and attn ops the hook lowering emits.
 bool isSupportedHookOp(mlir::Operation *op);
 
+/// Replaces every use, inside hook region `hook`, of an argument of the
+/// kernel around it by an attn.kernel_arg at the top of the hook: how the
+/// lowering reads a hook's kernel arguments (as kernel parameters).
+void readKernelArgsThroughKernelArgOps(mlir::Region &hook,
+                                       KernelOp kernel);
+
 /// Checks the body of hook region `region` of `owner` (named `name` in
 /// errors): supported ops and types only, and no value from outside but the
 /// kernel's extra arguments. Emits the error at the offending op.
