@@ -140,6 +140,12 @@ llvm::json::Object flashtile::getKernelFactsJson(KernelOp kernel) {
   // Only on paged kernels: every other plan's facts stay as they were.
   if (int64_t table = kernel.getPageTableArg(); table >= 0)
     facts["paged_kv"] = kernel.getExtraArgName(table).str();
+  // A tile program written by a user computes what its program says, not
+  // softmax attention (the expansion records its problem; a user's program
+  // has none): checkers with a softmax reference must not apply.
+  if (kernel.getBodyBlock().getOps<AttentionOp>().empty() &&
+      !kernel.getProblemAttr())
+    facts["tile_program"] = true;
   return facts;
 }
 

@@ -406,6 +406,15 @@ int main(int argc, char **argv) {
       ++skipped;
       continue;
     }
+    // A tile program computes what its program says: its twin is in
+    // tools/gpu/check_tiles.py.
+    if (auto info = nlohmann::json::parse(p.infoJson, nullptr, false);
+        info.is_object() && info.value("tile_program", false)) {
+      std::cout << "SKIP " << p.name
+                << ": a tile program (checked by check_tiles.py)\n";
+      ++skipped;
+      continue;
+    }
     Mask mask;
     double scale = 1.0 / std::sqrt(static_cast<double>(d));
     if (const plan::Argument *a = p.findArgument("softmax_scale"))

@@ -325,6 +325,10 @@ def main(argv=None):
             rows.append([name, "?", "?", "?", "?", "-", "-", "-", "FAIL (load)"])
             log(f"FAIL {name}: {e}")
             continue
+        if kernel.info.get("tile_program"):
+            # A tile program computes its own math: check_tiles.py.
+            log(f"skip {name}: a tile program (check_tiles.py)")
+            continue
         if kernel.info.get("hooks"):
             # Hooked kernels have their own twins: check_variants.py.
             log(f"skip {name}: hooks {kernel.info['hooks']} (check_variants.py)")
