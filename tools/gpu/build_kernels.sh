@@ -160,6 +160,7 @@ if [ "$mode" != quick ]; then
   variant gqa 1
   # The tile-language example (a tile program, not hooks).
   variant sigmoid 0 1
+  variant differential 0 1
   build var_window1024_bf16 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
     --head-dim=128 --window=1024,0
 fi

@@ -4,10 +4,17 @@
     python3 tools/gpu/check_tiles.py --kernels DIR
 
 DIR holds the plans tools/gpu/build_kernels.sh writes:
-var_sigmoid_<dtype>_c<0|1>.plan.json (c1: causal) and the plain kernels
-sm120cfg_bf16_d128_{full,causal}. Sigmoid attention (FlashSigmoid) has a
-PyTorch eager twin, O = sigmoid(scale * Q K^T + bias) V with the causal mask
-bottom-right aligned and masked entries weighing 0:
+var_<example>_<dtype>_c<0|1>.plan.json (c1: causal) and the plain kernels
+sm120cfg_bf16_d128_{full,causal}. Each example has a PyTorch eager twin,
+with the causal mask bottom-right aligned:
+
+  * sigmoid (FlashSigmoid): O = sigmoid(scale * Q K^T + bias) V, masked
+    entries weighing 0, bias = -log(Sk);
+  * differential (DIFF Transformer): with Q = [Q1; Q2] and K = [K1; K2]
+    halves of the head dim, O = (softmax(Q1 K1^T / sqrt(d)) - lambda
+    softmax(Q2 K2^T / sqrt(d))) V, d = head_dim / 2, lambda = 0.8;
+
+and is checked and timed:
 
   * correctness against the twin in float64: f16 and bf16, causal or not,
     odd lengths, GQA and MQA, Sq != Sk, (B, H, S, D) tensors passed as
@@ -16,9 +23,11 @@ bottom-right aligned and masked entries weighing 0:
   * speed (bf16, d = 128, B = 4, Hq / Hkv = 32 / 8, S = 4096): next to
     FlashTile's plain softmax kernel of the same causality and config, the
     eager twin and PyTorch SDPA (flash). TFLOP/s count 4 * d flops per
-    visible score (the usual convention; causal counts half the square).
+    visible score (the usual convention; causal counts half the square);
+    differential attention does 1.5x that work (two P V products), and its
+    ratio to the plain kernel is of times.
 
-With --quick: bf16 causal on two small shapes and no benchmark (for
+With --quick: bf16 causal on two small shapes per example and no benchmark (for
 compute-sanitizer).
 
 Exit status: 0 when every correctness case passes, 1 otherwise.
@@ -59,7 +68,35 @@ def sigmoid_reference(q, k, v, scale, bias, causal):
     return (p @ vd).transpose(1, 2)
 
 
-def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed):
+LAMBDA = 0.8
+
+
+def differential_reference(q, k, v, causal, lam):
+    """float64 O (B, Sq, Hq, Dv) from (B, H, S, D) inputs."""
+    B, Hq, Sq, D = q.shape
+    Hkv, Sk = k.shape[1], k.shape[2]
+    rep = Hq // Hkv
+    half = D // 2
+    qd = q.double()
+    kd = k.double().repeat_interleave(rep, dim=1)
+    vd = v.double().repeat_interleave(rep, dim=1)
+    keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device)
+    if causal:
+        qi = torch.arange(Sq, device=q.device).view(Sq, 1)
+        ki = torch.arange(Sk, device=q.device).view(1, Sk)
+        keep = ki <= qi + (Sk - Sq)
+
+    def probs(a, b):
+        s = (a @ b.transpose(-1, -2)) / math.sqrt(half)
+        s = s.masked_fill(~keep, float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        return torch.nan_to_num(p, nan=0.0)  # rows with no key: 0
+    p1 = probs(qd[..., :half], kd[..., :half])
+    p2 = probs(qd[..., half:], kd[..., half:])
+    return ((p1 - lam * p2) @ vd).transpose(1, 2)
+
+
+def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid"):
     dev = "cuda"
     tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -67,14 +104,19 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed):
     q = torch.randn(B, Hq, Sq, d, generator=g).to(dev, tdtype)
     k = torch.randn(B, Hkv, Sk, d, generator=g).to(dev, tdtype)
     v = torch.randn(B, Hkv, Sk, d, generator=g).to(dev, tdtype)
-    bias = -math.log(Sk)
     o = torch.full((B, Hq, Sq, d), float("nan"), device=dev, dtype=tdtype).transpose(1, 2)
     lse = torch.full((B, Hq, Sq), float("nan"), device=dev, dtype=torch.float32)
-    scale = 1.0 / math.sqrt(d)
-    kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o, lse=lse,
-           bias=bias)
+    if example == "sigmoid":
+        bias = -math.log(Sk)
+        scale = 1.0 / math.sqrt(d)
+        kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
+               lse=lse, bias=bias)
+        ref = sigmoid_reference(q, k, v, scale, bias, causal)
+    else:
+        kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
+               lse=lse, lam=LAMBDA)
+        ref = differential_reference(q, k, v, causal, LAMBDA)
     torch.cuda.synchronize()
-    ref = sigmoid_reference(q, k, v, scale, bias, causal)
     denom = ref.abs().max().item()
     err = (o.double() - ref).abs().max().item() / (denom if denom > 0 else 1.0)
     # Rows with no visible key (causal, Sq > Sk): exactly 0.
@@ -85,6 +127,9 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed):
     return ok, err, empty_rows
 
 
+EXAMPLES = ("sigmoid", "differential")
+
+
 def run_checks(kernels_dir, quick=False):
     shapes = [  # B, Hq, Hkv, Sq, Sk
         (2, 4, 4, 257, 257),
@@ -93,27 +138,29 @@ def run_checks(kernels_dir, quick=False):
         (1, 4, 2, 1000, 1000),
         (1, 2, 2, 1, 17),      # one query row
     ]
-    if quick:  # under compute-sanitizer: one kernel, two small shapes
+    if quick:  # under compute-sanitizer: two small shapes
         shapes = [shapes[2], shapes[4]]
     total = passed = 0
-    print(f"{'kernel':26} {'shape':24} {'O err':>9} {'empty':>6}  result")
-    for dtype in (("bf16",) if quick else ("bf16", "f16")):
-        for c in ((1,) if quick else (0, 1)):
-            name = f"var_sigmoid_{dtype}_c{c}"
-            path = os.path.join(kernels_dir, name + ".plan.json")
-            if not os.path.exists(path):
-                print(f"{name:26} MISSING")
-                total += 1
-                continue
-            kernel = runtime.load(path)
-            for i, (B, Hq, Hkv, Sq, Sk) in enumerate(shapes):
-                total += 1
-                ok, err, empty = check_case(kernel, dtype, bool(c), B, Hq, Hkv, Sq, Sk,
-                                            seed=200 + i)
-                passed += ok
-                shape = f"{B}x{Hq}/{Hkv} {Sq}x{Sk}"
-                print(f"{name:26} {shape:24} {err:9.2e} {empty:6d}  "
-                      f"{'PASS' if ok else 'FAIL'}")
+    print(f"{'kernel':30} {'shape':24} {'O err':>9} {'empty':>6}  result")
+    dtypes = ("bf16",) if quick else ("bf16", "f16")
+    causals = (1,) if quick else (0, 1)
+    cases = [(e, t, c) for e in EXAMPLES for t in dtypes for c in causals]
+    for example, dtype, c in cases:
+        name = f"var_{example}_{dtype}_c{c}"
+        path = os.path.join(kernels_dir, name + ".plan.json")
+        if not os.path.exists(path):
+            print(f"{name:30} MISSING")
+            total += 1
+            continue
+        kernel = runtime.load(path)
+        for i, (B, Hq, Hkv, Sq, Sk) in enumerate(shapes):
+            total += 1
+            ok, err, empty = check_case(kernel, dtype, bool(c), B, Hq, Hkv, Sq, Sk,
+                                        seed=200 + i, example=example)
+            passed += ok
+            shape = f"{B}x{Hq}/{Hkv} {Sq}x{Sk}"
+            print(f"{name:30} {shape:24} {err:9.2e} {empty:6d}  "
+                  f"{'PASS' if ok else 'FAIL'}")
     print(f"{passed}/{total} cases passed")
     return passed == total
 
@@ -137,6 +184,7 @@ def run_bench(kernels_dir):
     print(f"\nbf16 d={d} B={B} H={Hq}/{Hkv} S={S}")
     print(f"{'':8} {'sigmoid':>9} {'plain':>9} {'vs plain':>8} {'eager':>9} "
           f"{'SDPA':>9} {'vs SDPA':>8}   (TFLOP/s)")
+    diffs = []
     for c in (0, 1):
         flops = 4 * d * B * Hq * S * S / (2 if c else 1)
         sig = load(f"var_sigmoid_bf16_c{c}")
@@ -164,13 +212,36 @@ def run_bench(kernels_dir):
         print(f"{'causal' if c else 'full':8} {tf(t_sig):9.1f} {tf(t_plain):9.1f} "
               f"{t_plain / t_sig:8.2f} {tf(t_eager):9.1f} {tf(t_sdpa):9.1f} "
               f"{t_sdpa / t_sig:8.2f}")
+        diffs.append((c, t_plain, t_sdpa, flops))
+    # Differential attention: the same inputs as [Q1; Q2], [K1; K2] halves.
+    print(f"\n{'differential':12} {'ms':>7} {'TFLOP/s':>8} {'plain ms':>9} "
+          f"{'vs plain':>8} {'eager ms':>9}   (time ratios; 1.5x the plain work)")
+    for c, t_plain, t_sdpa, flops in diffs:
+        diff = load(f"var_differential_bf16_c{c}")
+        t_diff = time_ms(lambda: diff(qt, kt, vt, o=o, lse=lse, lam=LAMBDA))
+        half = d // 2
+        mask = torch.ones(S, S, device=dev, dtype=torch.bool).tril() if c else None
+
+        def eager_diff():
+            s1 = q[..., :half] @ kr[..., :half].transpose(-1, -2) / math.sqrt(half)
+            s2 = q[..., half:] @ kr[..., half:].transpose(-1, -2) / math.sqrt(half)
+            if mask is not None:
+                s1 = s1.masked_fill(~mask, float("-inf"))
+                s2 = s2.masked_fill(~mask, float("-inf"))
+            return (torch.softmax(s1, -1) - LAMBDA * torch.softmax(s2, -1)) @ vr
+        try:
+            t_eager = time_ms(eager_diff)
+        except torch.OutOfMemoryError:
+            t_eager = float("inf")
+        print(f"{'causal' if c else 'full':12} {t_diff:7.3f} {1.5 * flops / t_diff / 1e9:8.1f} "
+              f"{t_plain:9.3f} {t_plain / t_diff:8.2f} {t_eager:9.3f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", required=True)
     parser.add_argument("--quick", action="store_true",
-                        help="bf16 causal, two small shapes, no benchmark")
+                        help="bf16 causal, two small shapes per example, no benchmark")
     args = parser.parse_args()
     ok = run_checks(args.kernels, args.quick)
     if not args.quick:

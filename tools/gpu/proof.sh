@@ -222,7 +222,7 @@ for tool in memcheck racecheck synccheck; do
     > "$out/sanitize.log" 2>&1
   status=$?
   [ $status -ne 0 ] && tiles_status=1
-  { echo "== var_sigmoid_bf16_c1 $tool: exit $status"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|cases passed" "$out/sanitize.log"; } \
+  { echo "== tile examples (bf16 causal) $tool: exit $status"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|cases passed" "$out/sanitize.log"; } \
     >> "$out/tiles-sanitize.txt"
 done
 rm -f "$out/sanitize.log"

@@ -169,7 +169,8 @@ struct MmaQKLowering : public AttnOpLoweringPattern<MmaQKOp> {
     std::optional<SwizzledTileAccess> qAccess;
     if (!qInRegs)
       qAccess.emplace(accessA(e, thread, adaptor.getQ(), warpRow, headDim));
-    for (int64_t k = 0; k < kTiles; ++k) {
+    auto [headBegin, headEnd] = op.getHeadRange();
+    for (int64_t k = headBegin / 16; k < headEnd / 16; ++k) {
       SmallVector<SmallVector<Value, 4>> a(mTiles);
       for (int64_t i = 0; i < mTiles; ++i) {
         if (qInRegs) {

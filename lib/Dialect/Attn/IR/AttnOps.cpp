@@ -589,6 +589,12 @@ LogicalResult MmaQKOp::verify() {
   if (headDim != k.getDimSize(2))
     return emitOpError() << "Q has head_dim " << headDim << ", K has "
                          << k.getDimSize(2);
+  auto [begin, end] = getHeadRange();
+  if (begin >= end || end > headDim || begin % 16 != 0 ||
+      end % 16 != 0)
+    return emitOpError() << "head range [" << begin << ", " << end
+                         << ") must be a non-empty slice of the head dim "
+                         << headDim << " in whole 16-column mma steps";
   return expectFrag(*this, "result", getS().getType(),
                     {tileM, k.getDimSize(1) / getKvWarps(*this)},
                     Float32Type::get(getContext()));

@@ -94,7 +94,8 @@ Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType,
                          b.getF32FloatAttr(value));
 }
 
-Value TileBuilder::dot(Value q, Value k, Value tile) {
+Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
+                       int64_t headEnd) {
   int64_t rows = isa<FragType>(q.getType())
                      ? cast<FragType>(q.getType()).getDimSize(0)
                      : cast<MemRefType>(q.getType()).getDimSize(1);
@@ -102,7 +103,7 @@ Value TileBuilder::dot(Value q, Value k, Value tile) {
   int64_t kvWarps = config ? config.getKvWarps() : 1;
   int64_t keys = cast<MemRefType>(k.getType()).getDimSize(1) / kvWarps;
   auto type = FragType::get(b.getContext(), {rows, keys}, b.getF32Type());
-  return MmaQKOp::create(b, loc, type, q, k, tile);
+  return MmaQKOp::create(b, loc, type, q, k, tile, headBegin, headEnd);
 }
 
 Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc) {

@@ -157,3 +157,16 @@ attn.kernel @store_stage_dtype arch(#attn.arch<sm_120>) {
   // expected-error @below {{staging buffer holds 'f16' but O is 'bf16'}}
   attn.store %acc, %os -> %o[%b, %m, %h], %lse : !attn.frag<64x64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @head_range arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x16x64xbf16, 3>
+  %j = arith.constant 0 : index
+  // expected-error @below {{head range [8, 64) must be a non-empty slice of the head dim 64 in whole 16-column mma steps}}
+  %s = attn.mma_qk %qs, %ks[%j] {head_begin = 8} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
+}

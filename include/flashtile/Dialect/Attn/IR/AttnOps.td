@@ -537,15 +537,29 @@ def Attn_MmaQKOp : Attn_Op<"mma_qk"> {
   let description = [{
     `q` is either Q in registers (`!attn.frag<MxDxT>`) or Q's shared buffer.
     `k` is read at slot `tile mod slots`. The result is `tile_m x tile_n`
-    scores in fp32, not yet scaled.
+    scores in fp32, not yet scaled. With `head_begin` / `head_end` (multiples
+    of 16; `head_end` 0 is the end of the head dim), the dot runs over that slice of the
+    head dim only: `S = Q[:, b:e] K[j][:, b:e]^T`, how one tile of Q and K
+    holds two attention maps (differential attention's halves).
 
     ```mlir
     %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<128x128xf16>, memref<1x64x128xf16, 3> -> !attn.frag<128x64xf32>
     ```
   }];
   let arguments = (ins Attn_QOperand:$q,
-                       Arg<Attn_SharedBuffer, "", [MemRead]>:$k, Index:$tile);
+                       Arg<Attn_SharedBuffer, "", [MemRead]>:$k, Index:$tile,
+                       DefaultValuedAttr<I64Attr, "0">:$head_begin,
+                       DefaultValuedAttr<I64Attr, "0">:$head_end);
   let results = (outs Attn_Frag:$s);
+  let extraClassDeclaration = [{
+    /// The slice [begin, end) of the head dim the dot runs over
+    /// (`head_end` 0: to the end).
+    std::pair<int64_t, int64_t> getHeadRange() {
+      int64_t end = static_cast<int64_t>(getHeadEnd());
+      return {static_cast<int64_t>(getHeadBegin()),
+              end == 0 ? getK().getType().getDimSize(2) : end};
+    }
+  }];
   let assemblyFormat = [{
     $q `,` $k `[` $tile `]` attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `->` qualified(type($s))
   }];

@@ -85,8 +85,11 @@ public:
   mlir::Value splat(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
                     float value);
   /// attn.mma_qk: S = Q K[tile]^T in f32 (`q` in registers or shared
-  /// memory); the result is the warp's slice of the KV tile.
-  mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile);
+  /// memory); the result is the warp's slice of the KV tile. With a head
+  /// range [headBegin, headEnd) (headEnd 0: the end), over that slice of the
+  /// head dim only.
+  mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile,
+                  int64_t headBegin = 0, int64_t headEnd = 0);
   /// attn.mma_pv: acc + P V[tile].
   mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
                             mlir::Value acc);
