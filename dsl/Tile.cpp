@@ -22,8 +22,9 @@ int64_t dsl::TileProgram::headDimV() {
       cast<MemRefType>(getKernel().getV().getType()).getDimSize(3));
 }
 
-Value dsl::TileProgram::map(ValueRange operands, const MapFn &fn) {
-  MapOp op = createMap(operands);
+Value dsl::TileProgram::map(ValueRange operands, const MapFn &fn,
+                            const char *file, unsigned line) {
+  MapOp op = createMap(operands, file, line);
   mlir::Block *body = &op.getBody().front();
   bool rank2 = op.getResult().getType().getRank() == 2;
   Value result;
@@ -46,10 +47,10 @@ Value dsl::TileProgram::map(ValueRange operands, const MapFn &fn) {
     // The tracer reported the error; keep the IR whole until the kernel is
     // dropped.
     failed = true;
-    result = arith::ConstantOp::create(inner, getLoc(),
+    result = arith::ConstantOp::create(inner, op.getLoc(),
                                        inner.getF32FloatAttr(0.0f));
   }
-  YieldOp::create(inner, getLoc(), ValueRange{result});
+  YieldOp::create(inner, op.getLoc(), ValueRange{result});
   return op.getResult();
 }
 

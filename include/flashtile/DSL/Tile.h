@@ -66,9 +66,12 @@ struct TileKernelSpec {
 /// math traced from Expr lambdas.
 class TileProgram : public attn::TileBuilder {
 public:
+  /// Ops are located at the program's lines (useCallerLocations).
   TileProgram(mlir::OpBuilder &b, mlir::Location loc, attn::KernelOp kernel,
               const TileKernelSpec &spec)
-      : TileBuilder(b, loc, kernel), spec(spec) {}
+      : TileBuilder(b, loc, kernel), spec(spec) {
+    useCallerLocations(true);
+  }
 
   const TileKernelSpec &getSpec() const { return spec; }
   /// Head dims as the buffers and fragments hold them (padded).
@@ -81,7 +84,8 @@ public:
   using MapFn = std::function<Expr(llvm::ArrayRef<Expr>, Expr, Expr)>;
   /// attn.map with its body traced from `fn`; a misuse in `fn` is an error
   /// at the user's line and fails buildTileKernel.
-  mlir::Value map(mlir::ValueRange operands, const MapFn &fn);
+  mlir::Value map(mlir::ValueRange operands, const MapFn &fn,
+                  FLASHTILE_TILE_CALLER);
   using TileBuilder::map;
 
   bool hasFailed() const { return failed; }

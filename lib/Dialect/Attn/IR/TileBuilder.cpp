@@ -8,13 +8,20 @@ using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
 
+Location TileBuilder::at(const char *file, unsigned line) {
+  if (!callerLocations || !file)
+    return loc;
+  return FileLineColLoc::get(b.getContext(), file, line, 0);
+}
+
 Type TileBuilder::getElementType() {
   return cast<MemRefType>(kernel.getQ().getType()).getElementType();
 }
 
-TileBuilder::Block TileBuilder::blockContext() {
+TileBuilder::Block TileBuilder::blockContext(const char *file, unsigned line) {
+  Location here = at(file, line);
   Type idx = b.getIndexType();
-  auto ctx = BlockContextOp::create(b, loc, idx, idx, idx, idx, idx, idx,
+  auto ctx = BlockContextOp::create(b, here, idx, idx, idx, idx, idx, idx,
                                     kernel.getQ(), kernel.getK());
   return {ctx.getMBlock(), ctx.getHead(),      ctx.getKvHead(),
           ctx.getBatch(),  ctx.getSeqlenQ(), ctx.getSeqlenK()};
@@ -22,80 +29,102 @@ TileBuilder::Block TileBuilder::blockContext() {
 
 TileBuilder::TileRange TileBuilder::kvBounds(const Block &block, int64_t tileM,
                                              int64_t tileN, int64_t windowLeft,
-                                             int64_t windowRight) {
+                                             int64_t windowRight, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   Type idx = b.getIndexType();
-  auto bounds = KVBoundsOp::create(b, loc, idx, idx, idx, idx, block.mBlock,
+  auto bounds = KVBoundsOp::create(b, here, idx, idx, idx, idx, block.mBlock,
                                    block.seqlenQ, block.seqlenK, tileM, tileN,
                                    windowLeft, windowRight);
   return {bounds.getBegin(), bounds.getUnmaskedBegin(),
           bounds.getUnmaskedEnd(), bounds.getEnd()};
 }
 
-TileBuilder::TileRange TileBuilder::kvSplit(const TileRange &range) {
+TileBuilder::TileRange TileBuilder::kvSplit(const TileRange &range, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   Type idx = b.getIndexType();
-  auto split = KVSplitOp::create(b, loc, idx, idx, idx, idx, range.begin,
+  auto split = KVSplitOp::create(b, here, idx, idx, idx, idx, range.begin,
                                  range.unmaskedBegin, range.unmaskedEnd,
                                  range.end);
   return {split.getSplitBegin(), split.getSplitUnmaskedBegin(),
           split.getSplitUnmaskedEnd(), split.getSplitEnd()};
 }
 
-Value TileBuilder::softmaxScale(float defaultValue) {
-  return SoftmaxScaleOp::create(b, loc, b.getF32Type(),
+Value TileBuilder::softmaxScale(float defaultValue, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return SoftmaxScaleOp::create(b, here, b.getF32Type(),
                                 b.getF32FloatAttr(defaultValue));
 }
 
-Value TileBuilder::index(int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
+Value TileBuilder::index(int64_t value, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return arith::ConstantIndexOp::create(b, here, value);
 }
 
-Value TileBuilder::f32(float value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+Value TileBuilder::f32(float value, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return arith::ConstantOp::create(b, here, b.getF32FloatAttr(value));
 }
 
-Value TileBuilder::minus(Value tile, int64_t back) {
+Value TileBuilder::minus(Value tile, int64_t back, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   if (back == 0)
     return tile;
-  Value amount = index(back);
-  return arith::SubIOp::create(b, loc, tile, amount);
+  Value amount = index(back, file, line);
+  return arith::SubIOp::create(b, here, tile, amount);
 }
 
 Value TileBuilder::buffer(StringRef name, int64_t slots, int64_t rows,
-                          int64_t cols, Type elementType) {
+                          int64_t cols, Type elementType, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   if (!elementType)
     elementType = getElementType();
   auto type = MemRefType::get({slots, rows, cols}, elementType,
                               MemRefLayoutAttrInterface(),
                               b.getI64IntegerAttr(kSharedMemorySpace));
-  return SmemAllocOp::create(b, loc, type, b.getStringAttr(name),
+  return SmemAllocOp::create(b, here, type, b.getStringAttr(name),
                              IntegerAttr())
       .getBuffer();
 }
 
 void TileBuilder::copy(Value src, Value batch, Value tile, Value head,
-                       Value dst, Value pages, Value limit, bool packed) {
-  CopyAsyncOp::create(b, loc, src, batch, tile, head, dst, pages, limit,
+                       Value dst, Value pages, Value limit, bool packed, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  CopyAsyncOp::create(b, here, src, batch, tile, head, dst, pages, limit,
                       packed);
 }
 
-Value TileBuilder::load(Value src) {
+Value TileBuilder::load(Value src, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   auto type = cast<MemRefType>(src.getType());
   return LoadFragOp::create(
-      b, loc,
+      b, here,
       FragType::get(b.getContext(), {type.getDimSize(1), type.getDimSize(2)},
                     type.getElementType()),
       src);
 }
 
 Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType,
-                         float value) {
-  return SplatOp::create(b, loc, FragType::get(b.getContext(), shape,
+                         float value, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return SplatOp::create(b, here, FragType::get(b.getContext(), shape,
                                                elementType),
                          b.getF32FloatAttr(value));
 }
 
 Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
-                       int64_t headEnd) {
+                       int64_t headEnd, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   int64_t rows = isa<FragType>(q.getType())
                      ? cast<FragType>(q.getType()).getDimSize(0)
                      : cast<MemRefType>(q.getType()).getDimSize(1);
@@ -103,14 +132,18 @@ Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
   int64_t kvWarps = config ? config.getKvWarps() : 1;
   int64_t keys = cast<MemRefType>(k.getType()).getDimSize(1) / kvWarps;
   auto type = FragType::get(b.getContext(), {rows, keys}, b.getF32Type());
-  return MmaQKOp::create(b, loc, type, q, k, tile, headBegin, headEnd);
+  return MmaQKOp::create(b, here, type, q, k, tile, headBegin, headEnd);
 }
 
-Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc) {
-  return MmaPVOp::create(b, loc, acc.getType(), p, v, tile, acc);
+Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return MmaPVOp::create(b, here, acc.getType(), p, v, tile, acc);
 }
 
-MapOp TileBuilder::createMap(ValueRange operands) {
+MapOp TileBuilder::createMap(ValueRange operands, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   std::optional<int64_t> rows, cols;
   for (Value operand : operands)
     if (auto frag = dyn_cast<FragType>(operand.getType())) {
@@ -122,71 +155,85 @@ MapOp TileBuilder::createMap(ValueRange operands) {
   if (cols)
     shape.push_back(*cols);
   auto type = FragType::get(b.getContext(), shape, b.getF32Type());
-  auto map = MapOp::create(b, loc, type, operands);
+  auto map = MapOp::create(b, here, type, operands);
   mlir::Block *body = new mlir::Block();
   map.getBody().push_back(body);
   for (Value operand : operands) {
     Type t = operand.getType();
     body->addArgument(isa<FragType>(t) ? cast<FragType>(t).getElementType() : t,
-                      loc);
+                      here);
   }
   for (size_t c = 0; c < shape.size(); ++c)
-    body->addArgument(b.getIndexType(), loc);
+    body->addArgument(b.getIndexType(), here);
   return map;
 }
 
-Value TileBuilder::map(ValueRange operands, const MapBody &body) {
-  MapOp map = createMap(operands);
+Value TileBuilder::map(ValueRange operands, const MapBody &body, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  MapOp map = createMap(operands, file, line);
   OpBuilder::InsertionGuard guard(b);
   mlir::Block &block = map.getBody().front();
   b.setInsertionPointToStart(&block);
-  Value result = body(b, loc, block.getArguments());
-  YieldOp::create(b, loc, ValueRange{result});
+  Value result = body(b, here, block.getArguments());
+  YieldOp::create(b, here, ValueRange{result});
   return map.getResult();
 }
 
-Value TileBuilder::reduceRows(Value source, StringRef kind) {
+Value TileBuilder::reduceRows(Value source, StringRef kind, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   auto type = cast<FragType>(source.getType());
   return ReduceRowsOp::create(
-      b, loc, FragType::get(b.getContext(), {type.getDimSize(0)},
+      b, here, FragType::get(b.getContext(), {type.getDimSize(0)},
                             type.getElementType()),
       source, b.getStringAttr(kind));
 }
 
-Value TileBuilder::convert(Value source, Type elementType) {
+Value TileBuilder::convert(Value source, Type elementType, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   auto type = cast<FragType>(source.getType());
   return ConvertOp::create(
-      b, loc, FragType::get(b.getContext(), type.getShape(), elementType),
+      b, here, FragType::get(b.getContext(), type.getShape(), elementType),
       source);
 }
 
 Value TileBuilder::mask(Value s, const Block &block, Value nBlock,
-                        int64_t windowLeft, int64_t windowRight) {
-  return MaskOp::create(b, loc, s.getType(), s, block.mBlock, nBlock,
+                        int64_t windowLeft, int64_t windowRight, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return MaskOp::create(b, here, s.getType(), s, block.mBlock, nBlock,
                         block.seqlenQ, block.seqlenK, windowLeft, windowRight);
 }
 
 ModifyScoresOp TileBuilder::modifyScores(Value s, const Block &block,
-                                         Value nBlock, Value scale) {
-  return ModifyScoresOp::create(b, loc, s.getType(), s, block.mBlock, nBlock,
+                                         Value nBlock, Value scale, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return ModifyScoresOp::create(b, here, s.getType(), s, block.mBlock, nBlock,
                                 block.batch, block.head, block.seqlenQ,
                                 block.seqlenK, scale);
 }
 
 OnlineSoftmaxOp TileBuilder::onlineSoftmax(Value s, Value rowMax, Value rowSum,
                                            Value acc, Value scaleLog2,
-                                           Type pElementType) {
+                                           Type pElementType, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   auto sType = cast<FragType>(s.getType());
   auto pType = FragType::get(b.getContext(), sType.getShape(), pElementType);
-  return OnlineSoftmaxOp::create(b, loc, pType, rowMax.getType(),
+  return OnlineSoftmaxOp::create(b, here, pType, rowMax.getType(),
                                  rowSum.getType(), acc.getType(), s, rowMax,
                                  rowSum, acc, scaleLog2);
 }
 
 KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
-                                 int64_t tileM, int64_t tileN) {
+                                 int64_t tileM, int64_t tileN, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   Type idx = b.getIndexType();
-  return KeyRangeOp::create(b, loc, idx, idx, idx, idx, idx, block.mBlock,
+  return KeyRangeOp::create(b, here, idx, idx, idx, idx, idx, block.mBlock,
                             block.batch, block.head, block.seqlenQ,
                             block.seqlenK, within.begin, within.unmaskedBegin,
                             within.unmaskedEnd, within.end, tileM, tileN,
@@ -195,9 +242,11 @@ KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
 
 BlockRangesOp TileBuilder::blockRanges(const Block &block,
                                        const TileRange &within, int64_t tileM,
-                                       int64_t tileN, bool perHead) {
+                                       int64_t tileN, bool perHead, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
   Type idx = b.getIndexType();
-  return BlockRangesOp::create(b, loc, idx, idx, idx, idx, block.mBlock,
+  return BlockRangesOp::create(b, here, idx, idx, idx, idx, block.mBlock,
                                block.batch, block.head, block.seqlenQ,
                                within.begin, within.unmaskedBegin,
                                within.unmaskedEnd, within.end, tileM, tileN,
@@ -205,27 +254,33 @@ BlockRangesOp TileBuilder::blockRanges(const Block &block,
 }
 
 ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,
-                             bool masked, const LoopBody &body) {
-  auto loop = KVLoopOp::create(b, loc, lower, upper, inits, masked);
+                             bool masked, const LoopBody &body, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  auto loop = KVLoopOp::create(b, here, lower, upper, inits, masked);
   OpBuilder::InsertionGuard guard(b);
   mlir::Block &block = loop.getBody().front();
   b.setInsertionPointToStart(&block);
   SmallVector<Value> yields =
       body(block.getArgument(0), block.getArguments().drop_front());
-  YieldOp::create(b, loc, yields);
+  YieldOp::create(b, here, yields);
   return loop.getResults();
 }
 
 void TileBuilder::store(Value acc, Value stage, const Block &block,
-                        Value lseValues) {
-  StoreOp::create(b, loc, acc, stage, kernel.getO(), block.batch,
+                        Value lseValues, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  StoreOp::create(b, here, acc, stage, kernel.getO(), block.batch,
                   block.mBlock, block.head, kernel.getLse(), lseValues);
 }
 
 EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,
                                  Value stage, const Block &block,
-                                 Value softmaxScale, Value merge) {
-  return EpilogueOp::create(b, loc, acc, rowMax, rowSum, stage, kernel.getO(),
+                                 Value softmaxScale, Value merge, const char *file,
+    unsigned line) {
+  Location here = at(file, line);
+  return EpilogueOp::create(b, here, acc, rowMax, rowSum, stage, kernel.getO(),
                             block.batch, block.mBlock, block.head,
                             kernel.getLse(), softmaxScale, merge);
 }
