@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Runtime/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
 #include "flashtile/Target/PTX.h"
@@ -124,6 +125,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
         "Compiles kernel-level attn IR text: {name, ptx, cubin, plan, "
         "report, warnings}. Raises FlashTileError with the diagnostics.");
+  m.def("padded_head_dim", &flashtile::attn::getPaddedHeadDim,
+        py::arg("head_dim"),
+        "The head dim as shared buffers and fragments hold it (the "
+        "compiler's rule, getPaddedHeadDim).");
   m.def("find_ptxas", &findPtxasPath,
         "The ptxas the compiler runs; raises FlashTileError naming where it "
         "looked.");

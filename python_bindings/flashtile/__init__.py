@@ -12,6 +12,9 @@
   (``flashtile.compiler``; the cache under $FLASHTILE_CACHE_DIR).
 * ``flashtile.hooks``: the tracing of hook functions into ``attn`` IR, in
   pure Python, and the functions hooks call (``flashtile.tanh``, ``where``).
+* ``flashtile.tile``: the tile language, for variants that change the
+  algorithm (sigmoid or differential attention): a block's program traced
+  from a Python function, compiled through the same cache.
 * ``flashtile.runtime``: loads a compiled kernel family (its launch plan and
   cubins) and launches it through the C++ runtime (``flashtile._runtime``).
   It runs where no LLVM/MLIR is installed; importing it and loading a plan
@@ -40,6 +43,7 @@ from .hooks import (Scalar, TensorSpec, abs, batch_size, ceil, cos, erf,
                     minimum, pow, rsqrt, scalar, seqlen_k, seqlen_q, sin,
                     sqrt, tanh, to_float, to_index, where)
 from .compiler import CompiledKernel, compile
+from . import tile
 from .attention import (BlockMask, attention, create_block_mask, decode,
                         varlen)
 
@@ -56,5 +60,5 @@ __all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
            "exp2",
            "floor", "heads_kv", "heads_q", "log", "log2", "maximum",
            "minimum", "pow", "rsqrt", "scalar", "seqlen_k", "seqlen_q", "sin",
-           "sqrt", "tanh", "to_float", "to_index", "torch_op", "varlen",
-           "where"]
+           "sqrt", "tanh", "tile", "to_float", "to_index", "torch_op",
+           "varlen", "where"]

@@ -161,6 +161,10 @@ if [ "$mode" != quick ]; then
   # The tile-language example (a tile program, not hooks).
   variant sigmoid 0 1
   variant differential 0 1
+  # The same tile programs written in Python (flashtile.tile).
+  PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
+    python3 "$root/python_bindings/examples/tile_attention.py" "$out" \
+    --isa sm_90 > /dev/null
   build var_window1024_bf16 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
     --head-dim=128 --window=1024,0
 fi

@@ -4,7 +4,9 @@
     python3 tools/gpu/check_tiles.py --kernels DIR
 
 DIR holds the plans tools/gpu/build_kernels.sh writes:
-var_<example>_<dtype>_c<0|1>.plan.json (c1: causal) and the plain kernels
+var_<example>_<dtype>_c<0|1>.plan.json (c1: causal; from the C++ examples),
+pytile_<example>_<dtype>_c<0|1>.plan.json (the same programs written in
+Python, python_bindings/examples/tile_attention.py) and the plain kernels
 sm120cfg_bf16_d128_{full,causal}. Each example has a PyTorch eager twin,
 with the causal mask bottom-right aligned:
 
@@ -144,9 +146,10 @@ def run_checks(kernels_dir, quick=False):
     print(f"{'kernel':30} {'shape':24} {'O err':>9} {'empty':>6}  result")
     dtypes = ("bf16",) if quick else ("bf16", "f16")
     causals = (1,) if quick else (0, 1)
-    cases = [(e, t, c) for e in EXAMPLES for t in dtypes for c in causals]
-    for example, dtype, c in cases:
-        name = f"var_{example}_{dtype}_c{c}"
+    cases = [(p, e, t, c) for p in ("var", "pytile") for e in EXAMPLES
+             for t in dtypes for c in causals]
+    for prefix, example, dtype, c in cases:
+        name = f"{prefix}_{example}_{dtype}_c{c}"
         path = os.path.join(kernels_dir, name + ".plan.json")
         if not os.path.exists(path):
             print(f"{name:30} MISSING")

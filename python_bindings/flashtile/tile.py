@@ -1,0 +1,433 @@
+"""The tile language from Python: the program of one block, traced into
+`attn` IR like the hooks (flashtile.hooks), compiled through the cache.
+
+    import flashtile
+    from flashtile import tile
+
+    bias = flashtile.scalar(-8.0, name="bias")
+
+    def sigmoid_attention(t):
+        qs, ks = t.buffer("Q", 1, t.tile_m, t.head_dim), t.buffer("K", 1, t.tile_n, t.head_dim)
+        vs, os_ = t.buffer("V", 1, t.tile_n, t.head_dim_v), t.buffer("O", 1, t.tile_m, t.head_dim_v)
+        blk = t.block_context()
+        r = t.kv_bounds(blk)
+        t.copy(t.q, blk, blk.m_block, qs)
+        t.copy(t.k, blk, t.minus(r.end, 1), ks)
+        qf = t.load(qs)
+        scale = t.softmax_scale()
+
+        def step(j, acc, masked):
+            t.copy(t.v, blk, j, vs)
+            s = t.dot(qf, ks, j)
+            if masked:
+                s = t.mask(s, blk, j)
+            p = t.map([s, scale], lambda x, c, row, col:
+                      0.5 + 0.5 * flashtile.tanh(0.5 * (x * c + bias)))
+            t.copy(t.k, blk, t.minus(j, 1), ks)
+            return [t.dot_accumulate(t.convert(p), vs, j, acc)]
+
+        acc = t.splat([t.tile_m, t.head_dim_v], 0.0)
+        acc, = t.loop(r.unmasked_end, r.end, [acc], lambda j, a: step(j, a, True), masked=True)
+        acc, = t.loop(r.unmasked_begin, r.unmasked_end, [acc], lambda j, a: step(j, a, False))
+        t.store(acc, os_, blk)
+
+    kernel = tile.compile(sigmoid_attention, head_dim=128, dtype="bf16")
+    kernel.runtime_kernel()(q, k, v, o=o, lse=lse, bias=-8.0)
+
+The program states buffers, copies, loops and math. The compiler owns the
+thread layouts, the shared-memory offsets (the chip's limit, errors naming
+the program's buffers) and every wait and barrier (attn-insert-barriers
+places them and proves each needed). A map body is a hook-like function of
+the operands' elements, then the row and the column: numbers are
+constants, captured flashtile.scalar values are run-time arguments passed
+by name at each call, captured float32 / int32 tensors are table reads.
+Errors raise FlashTileError at the user's line.
+"""
+
+import collections
+
+from . import FlashTileError
+from . import hooks as _hooks
+
+__all__ = ["TileProgram", "Frag", "Buffer", "program_ir", "compile"]
+
+_F32 = "f32"
+_INF = float("inf")
+
+Block = collections.namedtuple(
+    "Block", "m_block head kv_head batch seqlen_q seqlen_k")
+Range = collections.namedtuple(
+    "Range", "begin unmasked_begin unmasked_end end")
+
+
+class Frag:
+    """A register tile of the block: `shape` (rows[, cols]), element type."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+    @property
+    def type(self):
+        return f"!attn.frag<{'x'.join(map(str, self.shape))}x{self.dtype}>"
+
+    def __repr__(self):
+        return f"<flashtile.tile.Frag {self.name} {self.type}>"
+
+
+class Buffer:
+    """A shared buffer of `slots` x `rows` x `cols` elements."""
+
+    __slots__ = ("name", "label", "shape", "dtype")
+
+    def __init__(self, name, label, shape, dtype):
+        self.name, self.label, self.shape, self.dtype = (name, label,
+                                                         tuple(shape), dtype)
+
+    @property
+    def type(self):
+        return f"memref<{'x'.join(map(str, self.shape))}x{self.dtype}, 3>"
+
+
+class _Index:
+    """An index value of the program (a tile number, a size)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+class _Scalar:
+    """An f32 value of the program (the softmax scale)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+class TileProgram:
+    """The builder a tile program gets. Sizes: `tile_m`, `tile_n`,
+    `head_dim`, `head_dim_v` (as the buffers hold them), `dtype`; tensors:
+    `q`, `k`, `v`."""
+
+    def __init__(self, name, head_dim, dtype, head_dim_v, tile_m, tile_n,
+                 stages, warps, q_in_regs, arch):
+        if dtype not in ("f16", "bf16"):
+            raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
+        self.name, self.dtype, self.arch = name, dtype, arch
+        self.head_dim = _padded(head_dim)
+        self.head_dim_v = _padded(head_dim_v or head_dim)
+        self._dims = (head_dim, head_dim_v or head_dim)
+        self.tile_m, self.tile_n = tile_m, tile_n
+        self.stages, self.warps, self.q_in_regs = stages, warps, q_in_regs
+        self.q, self.k, self.v = "%q", "%k", "%v"
+        self._kernel = _hooks._Kernel()
+        self._lines = []
+        self._indent = "    "
+        self._next = 0
+
+    # --- Emission ----------------------------------------------------------
+
+    def _name(self):
+        self._next += 1
+        return f"%t{self._next}"
+
+    def _emit(self, text, results=1):
+        names = [self._name() for _ in range(results)]
+        head = f"{', '.join(names)} = " if results else ""
+        self._lines.append(f"{self._indent}{head}{text}")
+        return names
+
+    def _tensor_type(self, tensor):
+        d = self._dims[0] if tensor in (self.q, self.k) else self._dims[1]
+        return f"memref<?x?x?x{d}x{self.dtype}, strided<[?, ?, ?, 1]>>"
+
+    # --- The block and its sizes -------------------------------------------
+
+    def block_context(self):
+        """The (query tile, head, KV head, batch, seqlen_q, seqlen_k) of
+        the block."""
+        names = self._emit(
+            f"attn.block_context %q, %k : {self._tensor_type(self.q)}, "
+            f"{self._tensor_type(self.k)}", 6)
+        return Block(*map(_Index, names))
+
+    def kv_bounds(self, blk, window=(-1, -1)):
+        """The KV tiles the block's query tile visits, as (begin,
+        unmasked_begin, unmasked_end, end); window (-1, 0) is causal."""
+        left, right = window
+        names = self._emit(
+            f"attn.kv_bounds {blk.m_block.name}, {blk.seqlen_q.name}, "
+            f"{blk.seqlen_k.name} {{tile_m = {self.tile_m} : i64, tile_n = "
+            f"{self.tile_n} : i64, window_left = {int(left)} : i64, "
+            f"window_right = {int(right)} : i64}}", 4)
+        return Range(*map(_Index, names))
+
+    def index(self, value):
+        return _Index(self._emit(f"arith.constant {int(value)} : index")[0])
+
+    def minus(self, tile, back):
+        """`tile - back` (may go negative: such copies only zero-fill)."""
+        amount = self.index(back)
+        return _Index(self._emit(
+            f"arith.subi {tile.name}, {amount.name} : index")[0])
+
+    def softmax_scale(self, default=None):
+        """The run-time softmax scale (1 / sqrt(head_dim) unless passed)."""
+        value = default if default is not None else self._dims[0] ** -0.5
+        return _Scalar(self._emit(
+            f"attn.softmax_scale {{default_value = "
+            f"{_hooks._float_literal(value)} : f32}} : f32")[0])
+
+    # --- Shared memory ---------------------------------------------------
+
+    def buffer(self, label, slots, rows, cols, dtype=None):
+        """A shared buffer named `label` (plans and errors use the name)."""
+        buf = Buffer(None, label, (slots, rows, cols), dtype or self.dtype)
+        buf.name = self._emit(
+            f'attn.smem_alloc {{name = "{label}"}} : {buf.type}')[0]
+        return buf
+
+    def copy(self, tensor, blk, tile, dst, head=None):
+        """Tile `tile` of Q, K or V (rows tile * rows ...) of the block's
+        batch and head (the KV head for K and V) into its slot of `dst`."""
+        if tensor not in (self.q, self.k, self.v):
+            raise FlashTileError("copy takes t.q, t.k or t.v")
+        if head is None:
+            head = blk.head if tensor == self.q else blk.kv_head
+        self._emit(f"attn.copy_async {tensor}[{blk.batch.name}, {tile.name}, "
+                   f"{head.name}] -> {dst.name} : {self._tensor_type(tensor)} "
+                   f"-> {dst.type}", 0)
+
+    def load(self, buf):
+        """Slot 0 of `buf` into registers."""
+        frag = Frag(None, buf.shape[1:], buf.dtype)
+        frag.name = self._emit(
+            f"attn.load_frag {buf.name} : {buf.type} -> {frag.type}")[0]
+        return frag
+
+    # --- Register tiles ----------------------------------------------------
+
+    def splat(self, shape, value, dtype=_F32):
+        frag = Frag(None, shape, dtype)
+        frag.name = self._emit(
+            f"attn.splat {{value = {_hooks._float_literal(value)} : f32}} : "
+            f"{frag.type}")[0]
+        return frag
+
+    def dot(self, q, k, tile, head_range=None):
+        """S = Q K[tile]^T in f32 (`q` a fragment or Q's buffer); with
+        `head_range` (begin, end), over that slice of the head dim."""
+        rows = q.shape[0] if isinstance(q, Frag) else q.shape[1]
+        s = Frag(None, (rows, k.shape[1]), _F32)
+        attrs = ""
+        if head_range is not None:
+            attrs = (f" {{head_begin = {int(head_range[0])} : i64, head_end = "
+                     f"{int(head_range[1])} : i64}}")
+        s.name = self._emit(f"attn.mma_qk {q.name}, {k.name}[{tile.name}]"
+                            f"{attrs} : {q.type}, {k.type} -> {s.type}")[0]
+        return s
+
+    def dot_accumulate(self, p, v, tile, acc):
+        """acc + P V[tile]."""
+        out = Frag(None, acc.shape, _F32)
+        out.name = self._emit(
+            f"attn.mma_pv {p.name}, {v.name}[{tile.name}], {acc.name} : "
+            f"{p.type}, {v.type}, {acc.type}")[0]
+        return out
+
+    def map(self, operands, fn):
+        """Elementwise math: `fn(*elements, row, col)` per element of the
+        result (no `col` for a rank-1 result). Operands: f32 fragments
+        (rank-1 ones broadcast along rows) and the program's f32 values."""
+        frags = [o for o in operands if isinstance(o, Frag)]
+        if not frags:
+            raise FlashTileError("map needs at least one fragment operand")
+        rank2 = [f for f in frags if len(f.shape) == 2]
+        shape = rank2[0].shape if rank2 else frags[0].shape
+        params, types_ = [], []
+        for i, o in enumerate(operands):
+            if isinstance(o, Frag):
+                types_.append(o.type)
+                params.append((f"e{i}", o.dtype))
+            elif isinstance(o, _Scalar):
+                types_.append("f32")
+                params.append((f"e{i}", _F32))
+            else:
+                raise FlashTileError(
+                    f"map operand {i} is {type(o).__name__}; operands are "
+                    f"fragments and the program's f32 values (numbers and "
+                    f"flashtile.scalar values go in the function itself)")
+        params.append(("row", "index"))
+        if len(shape) == 2:
+            params.append(("col", "index"))
+        body = _hooks._trace(self._kernel, fn, params, _F32, "map", None)
+        result = Frag(None, shape, _F32)
+        names = ", ".join(o.name for o in operands)
+        result.name = self._emit(
+            f"attn.map {names} : {', '.join(types_)} -> {result.type} {{")[0]
+        self._lines += [self._indent + "  " + line for line in body]
+        self._lines.append(self._indent + "}")
+        return result
+
+    def reduce_rows(self, frag, kind):
+        """The max or the sum ("max", "sum") of each row."""
+        out = Frag(None, frag.shape[:1], _F32)
+        out.name = self._emit(
+            f'attn.reduce_rows {frag.name} {{kind = "{kind}"}} : {frag.type} '
+            f'-> {out.type}')[0]
+        return out
+
+    def convert(self, frag, dtype=None):
+        """f32 to f16 / bf16 (default: the kernel's), as the A operand of
+        dot_accumulate."""
+        out = Frag(None, frag.shape, dtype or self.dtype)
+        out.name = self._emit(
+            f"attn.convert {frag.name} : {frag.type} -> {out.type}")[0]
+        return out
+
+    def mask(self, s, blk, tile, window=(-1, -1)):
+        """-inf on scores past the sequence end or outside the window."""
+        out = Frag(None, s.shape, _F32)
+        out.name = self._emit(
+            f"attn.mask {s.name}, {blk.m_block.name}, {tile.name}, "
+            f"{blk.seqlen_q.name}, {blk.seqlen_k.name} {{window_left = "
+            f"{int(window[0])} : i64, window_right = {int(window[1])} : i64}}"
+            f" : {s.type}")[0]
+        return out
+
+    # --- The KV loop and the store -----------------------------------------
+
+    def loop(self, lower, upper, inits, body, masked=False):
+        """Runs `body(j, *carried)` for j = upper - 1 down to lower; it
+        returns the new carried fragments. Returns their final values."""
+        inits = list(inits)
+        types_ = ", ".join(f.type for f in inits)
+        results = [self._name() for _ in inits]
+        j = _Index(self._name())
+        carried = [Frag(self._name(), f.shape, f.dtype) for f in inits]
+        head = f"{', '.join(results)} = " if results else ""
+        iter_args = ""
+        if inits:
+            iter_args = (f" iter_args({', '.join(f.name for f in inits)}) : "
+                         f"{types_} -> {types_}")
+        attrs = " attributes {masked}" if masked else ""
+        self._lines.append(f"{self._indent}{head}attn.kv_loop {lower.name} to "
+                           f"{upper.name}{iter_args}{attrs} {{")
+        args = ", ".join([f"{j.name}: index"] +
+                         [f"{c.name}: {c.type}" for c in carried])
+        self._lines.append(f"{self._indent}^bb0({args}):")
+        outer = self._indent
+        self._indent += "  "
+        try:
+            new = list(body(j, *carried))
+        finally:
+            self._indent = outer
+        if len(new) != len(inits):
+            raise FlashTileError(f"the loop body returned {len(new)} value(s) "
+                                 f"for {len(inits)} carried")
+        if new:
+            self._lines.append(
+                f"{outer}  attn.yield {', '.join(f.name for f in new)} : "
+                f"{types_}")
+        self._lines.append(f"{outer}}}")
+        return [Frag(r, f.shape, f.dtype) for r, f in zip(results, inits)]
+
+    def store(self, acc, stage, blk, lse=None):
+        """`acc` as the block's rows of O (through `stage`); with `lse`, a
+        rank-1 fragment, its values as the rows' LSE."""
+        values = f" values({lse.name} : {lse.type})" if lse is not None else ""
+        self._emit(
+            f"attn.store {acc.name}, {stage.name} -> %o[{blk.batch.name}, "
+            f"{blk.m_block.name}, {blk.head.name}], %lse{values} : "
+            f"{acc.type}, {stage.type} -> {self._tensor_type(self.v)}, "
+            f"memref<?x?x?xf32>", 0)
+
+    # --- The kernel -----------------------------------------------------------
+
+    def module_text(self):
+        """The tile program as an `attn` module, and its extra arguments
+        (as flashtile.hooks.kernel_ir lists them)."""
+        block_args = [f"%q: {self._tensor_type(self.q)}",
+                      f"%k: {self._tensor_type(self.k)}",
+                      f"%v: {self._tensor_type(self.v)}",
+                      f"%o: {self._tensor_type(self.v)}",
+                      "%lse: memref<?x?x?xf32>"]
+        extras = []
+        for arg in self._kernel.args:
+            if isinstance(arg, _hooks._TensorArg):
+                block_args.append(f"{arg.arg}: {arg.memref_type()}")
+                extras.append((arg.name, "tensor",
+                               self._kernel.tensors[arg.name], arg.name))
+            else:
+                block_args.append(f"{arg.arg}: {arg.type}")
+                extras.append((arg.name, "scalar", arg.scalar, arg.variable))
+        names = ""
+        if extras:
+            names = " attributes {arg_names = [" + ", ".join(
+                f'"{e[0]}"' for e in extras) + "]}"
+        config = (f"#attn.config<tile_m = {self.tile_m}, tile_n = "
+                  f"{self.tile_n}, stages = {self.stages}, warps = "
+                  f"{self.warps}, q_in_regs = "
+                  f"{'true' if self.q_in_regs else 'false'}>")
+        lines = ["module {",
+                 f"  attn.kernel @{self.name} arch(#attn.arch<{self.arch}>) "
+                 f"config({config}){names} {{",
+                 f"  ^bb0({', '.join(block_args)}):"]
+        lines += self._lines
+        lines += ["  }", "}", ""]
+        return "\n".join(lines), extras
+
+
+def _padded(d):
+    """The head dim as buffers and fragments hold it: the compiler's rule
+    (attn::getPaddedHeadDim), asked of the compiler module."""
+    from . import compiler
+    module = compiler._compiler_module()
+    if module is None:
+        raise FlashTileError(
+            "tracing a tile program needs the compiler (its head-dim rule); "
+            "this installation is runtime-only")
+    return module.padded_head_dim(d)
+
+
+def program_ir(program, head_dim, dtype="bf16", *, head_dim_v=None,
+               tile_m=128, tile_n=128, stages=1, warps=8, q_in_regs=True,
+               arch="sm_120", name=None):
+    """Traces `program(t)` (t: a TileProgram) into an `attn` module; returns
+    (text, extras)."""
+    t = TileProgram(name or program.__name__, head_dim, dtype, head_dim_v,
+                    tile_m, tile_n, stages, warps, q_in_regs, arch)
+    program(t)
+    return t.module_text()
+
+
+class _TileRequest:
+    """A compile request (flashtile.compiler.compile_request) for a traced
+    tile program: its IR, extras, chip and ISA; no config pins (a tile
+    program states its config)."""
+
+    def __init__(self, ir, extras, arch, isa, description):
+        self.ir, self.extras, self.arch, self.isa = ir, extras, arch, isa
+        self.pins = {}
+        self.description = description
+        self.manifest_entry = None
+
+
+def compile(program, head_dim, dtype="bf16", *, head_dim_v=None, tile_m=128,
+            tile_n=128, stages=1, warps=8, q_in_regs=True, arch="sm_120",
+            isa=None, name=None, cache=None, verbose=None):
+    """Traces and compiles (or finds in the cache) the tile program
+    `program`; returns a flashtile.CompiledKernel."""
+    from . import compiler
+    ir, extras = program_ir(program, head_dim, dtype, head_dim_v=head_dim_v,
+                            tile_m=tile_m, tile_n=tile_n, stages=stages,
+                            warps=warps, q_in_regs=q_in_regs, arch=arch,
+                            name=name)
+    description = (f"tile program {name or program.__name__} {dtype} "
+                   f"d={head_dim} for {arch}{f' (isa {isa})' if isa else ''}")
+    request = _TileRequest(ir, extras, arch, isa, description)
+    return compiler.compile_request(request, cache=cache, verbose=verbose)

@@ -1,0 +1,123 @@
+"""flashtile.tile: tile programs traced from Python functions, their IR,
+their errors, and the compile path (the examples of
+python_bindings/examples/tile_attention.py, to PTX). Needs the full build
+(the compiler's head-dim rule and compile API); no torch, no GPU.
+
+    PYTHONPATH=<build>/python_bindings python3 -m unittest test_tile
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+import flashtile
+from flashtile import FlashTileError, tile
+from flashtile import compiler as ftc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "python_bindings", "examples"))
+import tile_attention  # noqa: E402
+
+
+def compile_text(text):
+    """The compiler's result for traced IR, to PTX (no ptxas)."""
+    return ftc._compiler_module().compile(text, "<test>", cubin_file="")
+
+
+class TraceTest(unittest.TestCase):
+    def test_sigmoid_ir(self):
+        text, extras = tile.program_ir(tile_attention.sigmoid_attention(True),
+                                       128, "bf16", name="sig")
+        self.assertIn("attn.kernel @sig", text)
+        self.assertIn("config(#attn.config<tile_m = 128, tile_n = 128", text)
+        self.assertIn('arg_names = ["bias"]', text)
+        self.assertIn("math.tanh", text)
+        self.assertEqual(text.count("attn.kv_loop"), 2)
+        self.assertIn("window_right = 0 : i64", text)
+        # The user writes no sync; the compiler places them.
+        self.assertNotIn("attn.barrier", text)
+        self.assertNotIn("attn.async_wait", text)
+        self.assertEqual([e[0] for e in extras], ["bias"])
+
+    def test_differential_ir(self):
+        text, extras = tile.program_ir(
+            tile_attention.differential_attention(False), 128, "f16",
+            tile_n=32, q_in_regs=False, name="diff")
+        self.assertEqual(text.count("head_begin = 0 : i64, head_end = 64"), 2)
+        self.assertEqual(text.count("head_begin = 64 : i64, head_end = 128"), 2)
+        self.assertEqual(text.count('attn.reduce_rows'), 8)
+        self.assertNotIn("attn.online_softmax", text)
+        self.assertEqual([e[0] for e in extras], ["lam"])
+
+    def test_traced_programs_compile(self):
+        for name, (factory, config) in tile_attention.EXAMPLES.items():
+            for causal in (False, True):
+                text, _ = tile.program_ir(factory(causal), 128, "bf16",
+                                          name=f"{name}_{int(causal)}",
+                                          **config)
+                try:
+                    result = compile_text(text)
+                except FlashTileError as e:
+                    self.fail(f"{name} causal={causal}: {e}\n{text}")
+                self.assertIn("bar.sync", result["ptx"])
+                self.assertIn("cp.async.wait_group", result["ptx"])
+
+    def test_compile_through_the_cache(self):
+        with tempfile.TemporaryDirectory() as cache:
+            k = tile_attention.compile_example("sigmoid", "f16", False,
+                                               isa="sm_90", cache=cache)
+            self.assertTrue(k.metadata["info"]["tile_program"])
+            again = tile_attention.compile_example("sigmoid", "f16", False,
+                                                   isa="sm_90", cache=cache)
+            self.assertEqual(k.key, again.key)
+
+
+class ErrorTest(unittest.TestCase):
+    def trace(self, program, **kwargs):
+        return tile.program_ir(program, 64, "bf16", tile_m=64, tile_n=32,
+                               warps=4, **kwargs)
+
+    def test_map_needs_a_fragment(self):
+        def program(t):
+            t.map([t.softmax_scale()], lambda c, row: c)
+        with self.assertRaisesRegex(FlashTileError, "at least one fragment"):
+            self.trace(program)
+
+    def test_map_body_type_error_at_users_line(self):
+        def program(t):
+            s = t.splat([64, 32], 1.0)
+            t.map([s], lambda x, row, col: x + (row < col))
+        with self.assertRaisesRegex(FlashTileError, r"test_tile\.py:\d+"):
+            self.trace(program)
+
+    def test_copy_of_another_tensor(self):
+        def program(t):
+            blk = t.block_context()
+            b = t.buffer("Q", 1, 64, 64)
+            t.copy("%o", blk, blk.m_block, b)
+        with self.assertRaisesRegex(FlashTileError, "copy takes t.q, t.k or t.v"):
+            self.trace(program)
+
+    def test_verifier_error_reaches_the_user(self):
+        def program(t):
+            s = t.splat([64, 24], 1.0)
+            t.convert(s)
+        text, _ = self.trace(program)
+        with self.assertRaisesRegex(FlashTileError,
+                                    "source has 24 columns; an mma A operand "
+                                    "needs a multiple of 16"):
+            compile_text(text)
+
+    def test_loop_arity(self):
+        def program(t):
+            blk = t.block_context()
+            r = t.kv_bounds(blk)
+            acc = t.splat([64, 64], 0.0)
+            t.loop(r.begin, r.end, [acc], lambda j, a: [])
+        with self.assertRaisesRegex(FlashTileError, "returned 0 value"):
+            self.trace(program)
+
+
+if __name__ == "__main__":
+    unittest.main()
