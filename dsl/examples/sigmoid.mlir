@@ -21,16 +21,18 @@ module {
       %11 = attn.mask %10, %m_block, %arg6, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = -1 : i64} : !attn.frag<128x128xf32>
       %12 = attn.map %11, %6 : !attn.frag<128x128xf32>, f32 -> !attn.frag<128x128xf32> {
       ^bb0(%arg8: f32, %arg9: f32, %arg10: index, %arg11: index):
-        %16 = arith.mulf %arg8, %arg9 : f32
-        %17 = arith.addf %16, %arg5 : f32
         %cst = arith.constant 5.000000e-01 : f32
-        %18 = arith.mulf %cst, %17 : f32
-        %19 = math.tanh %18 : f32
+        %16 = arith.mulf %cst, %arg5 : f32
         %cst_1 = arith.constant 5.000000e-01 : f32
-        %20 = arith.mulf %cst_1, %19 : f32
+        %17 = arith.mulf %cst_1, %arg9 : f32
+        %18 = arith.mulf %arg8, %17 : f32
+        %19 = arith.addf %18, %16 : f32
+        %20 = math.tanh %19 : f32
         %cst_2 = arith.constant 5.000000e-01 : f32
-        %21 = arith.addf %cst_2, %20 : f32
-        attn.yield %21 : f32
+        %21 = arith.mulf %cst_2, %20 : f32
+        %cst_3 = arith.constant 5.000000e-01 : f32
+        %22 = arith.addf %cst_3, %21 : f32
+        attn.yield %22 : f32
       }
       %c1_0 = arith.constant 1 : index
       %13 = arith.subi %arg6, %c1_0 : index
@@ -45,16 +47,18 @@ module {
       %10 = attn.mma_qk %5, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %11 = attn.map %10, %6 : !attn.frag<128x128xf32>, f32 -> !attn.frag<128x128xf32> {
       ^bb0(%arg8: f32, %arg9: f32, %arg10: index, %arg11: index):
-        %15 = arith.mulf %arg8, %arg9 : f32
-        %16 = arith.addf %15, %arg5 : f32
         %cst = arith.constant 5.000000e-01 : f32
-        %17 = arith.mulf %cst, %16 : f32
-        %18 = math.tanh %17 : f32
+        %15 = arith.mulf %cst, %arg5 : f32
         %cst_1 = arith.constant 5.000000e-01 : f32
-        %19 = arith.mulf %cst_1, %18 : f32
+        %16 = arith.mulf %cst_1, %arg9 : f32
+        %17 = arith.mulf %arg8, %16 : f32
+        %18 = arith.addf %17, %15 : f32
+        %19 = math.tanh %18 : f32
         %cst_2 = arith.constant 5.000000e-01 : f32
-        %20 = arith.addf %cst_2, %19 : f32
-        attn.yield %20 : f32
+        %20 = arith.mulf %cst_2, %19 : f32
+        %cst_3 = arith.constant 5.000000e-01 : f32
+        %21 = arith.addf %cst_3, %20 : f32
+        attn.yield %21 : f32
       }
       %c1_0 = arith.constant 1 : index
       %12 = arith.subi %arg6, %c1_0 : index

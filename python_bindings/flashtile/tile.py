@@ -22,7 +22,7 @@
             if masked:
                 s = t.mask(s, blk, j)
             p = t.map([s, scale], lambda x, c, row, col:
-                      0.5 + 0.5 * flashtile.tanh(0.5 * (x * c + bias)))
+                      0.5 + 0.5 * flashtile.tanh(x * (0.5 * c) + 0.5 * bias))
             t.copy(t.k, blk, t.minus(j, 1), ks)
             return [t.dot_accumulate(t.convert(p), vs, j, acc)]
 
@@ -135,10 +135,21 @@ class TileProgram:
         self._next += 1
         return f"%t{self._next}"
 
+    @staticmethod
+    def _loc():
+        """The user's line, as an MLIR location: the compiler's errors name
+        it."""
+        where = _hooks._user_frame()
+        file, _, line = where.rpartition(":")
+        if not line.isdigit():
+            return ""
+        file = file.replace("\\", "\\\\").replace('"', '\\"')
+        return f' loc("{file}":{line}:0)'
+
     def _emit(self, text, results=1):
         names = [self._name() for _ in range(results)]
         head = f"{', '.join(names)} = " if results else ""
-        self._lines.append(f"{self._indent}{head}{text}")
+        self._lines.append(f"{self._indent}{head}{text}{self._loc()}")
         return names
 
     def _tensor_type(self, tensor):
@@ -265,12 +276,12 @@ class TileProgram:
         if len(shape) == 2:
             params.append(("col", "index"))
         body = _hooks._trace(self._kernel, fn, params, _F32, "map", None)
-        result = Frag(None, shape, _F32)
+        result = Frag(self._name(), shape, _F32)
         names = ", ".join(o.name for o in operands)
-        result.name = self._emit(
-            f"attn.map {names} : {', '.join(types_)} -> {result.type} {{")[0]
+        self._lines.append(f"{self._indent}{result.name} = attn.map {names} : "
+                           f"{', '.join(types_)} -> {result.type} {{")
         self._lines += [self._indent + "  " + line for line in body]
-        self._lines.append(self._indent + "}")
+        self._lines.append(self._indent + "}" + self._loc())
         return result
 
     def reduce_rows(self, frag, kind):
@@ -333,7 +344,7 @@ class TileProgram:
             self._lines.append(
                 f"{outer}  attn.yield {', '.join(f.name for f in new)} : "
                 f"{types_}")
-        self._lines.append(f"{outer}}}")
+        self._lines.append(f"{outer}}}{self._loc()}")
         return [Frag(r, f.shape, f.dtype) for r, f in zip(results, inits)]
 
     def store(self, acc, stage, blk, lse=None):

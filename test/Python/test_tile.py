@@ -108,6 +108,9 @@ class ErrorTest(unittest.TestCase):
                                     "source has 24 columns; an mma A operand "
                                     "needs a multiple of 16"):
             compile_text(text)
+        # At the user's line: the traced ops carry it.
+        with self.assertRaisesRegex(FlashTileError, r"test_tile\.py:\d+"):
+            compile_text(text)
 
     def test_loop_arity(self):
         def program(t):
