@@ -1,10 +1,10 @@
-"""Sigmoid and differential attention written in the tile language from
-Python: the twins of dsl/examples/sigmoid.cpp and differential.cpp, traced
-by flashtile.tile.
+"""Sigmoid, differential and ReLU attention written in the tile language
+from Python: the twins of dsl/examples/sigmoid.cpp, differential.cpp and
+relu_attention.cpp, traced by flashtile.tile.
 
     python3 tile_attention.py OUT_DIR [--isa sm_90]
 
-compiles both, f16 and bf16, causal and not, and writes
+compiles each, f16 and bf16, causal and not, and writes
 pytile_<example>_<dtype>_c<0|1>.{plan.json,cubin} into OUT_DIR (the GPU
 proof runs them next to the C++-built kernels; tools/gpu/check_tiles.py).
 """
@@ -120,12 +120,60 @@ def differential_attention(causal):
     return program
 
 
+def relu_attention(causal):
+    """O_i = (1 / n_i) sum_j relu(scale q_i.k_j) v_j (Wortsman et al.,
+    2023), n_i the keys row i sees: counted per row as the loop goes."""
+    right = 0 if causal else -1
+    neg_inf = -math.inf
+
+    def program(t):
+        qs = t.buffer("Q", 1, t.tile_m, t.head_dim)
+        ks = t.buffer("K", 1, t.tile_n, t.head_dim)
+        vs = t.buffer("V", 1, t.tile_n, t.head_dim_v)
+        os_ = t.buffer("O", 1, t.tile_m, t.head_dim_v)
+        blk = t.block_context()
+        r = t.kv_bounds(blk, window=(-1, right))
+        t.copy(t.q, blk, blk.m_block, qs)
+        t.copy(t.k, blk, t.minus(r.end, 1), ks)
+        qf = t.load(qs)
+        scale = t.softmax_scale()
+        tile_n = float(t.tile_n)
+
+        def step(j, acc, count, masked):
+            t.copy(t.v, blk, j, vs)
+            s = t.dot(qf, ks, j)
+            if masked:
+                s = t.mask(s, blk, j, window=(-1, right))
+                seen = t.reduce_rows(t.map([s], lambda x, row, col:
+                                           flashtile.where(x == neg_inf, 0.0, 1.0)),
+                                     "sum")
+                count = t.map([count, seen], lambda a, b, row: a + b)
+            else:
+                count = t.map([count], lambda a, row: a + tile_n)
+            p = t.map([s, scale], lambda x, c, row, col:
+                      flashtile.maximum(x * c, 0.0))
+            t.copy(t.k, blk, t.minus(j, 1), ks)
+            return [t.dot_accumulate(t.convert(p), vs, j, acc), count]
+
+        state = [t.splat([t.tile_m, t.head_dim_v], 0.0), t.splat([t.tile_m], 0.0)]
+        state = t.loop(r.unmasked_end, r.end, state,
+                       lambda j, a, n: step(j, a, n, True), masked=True)
+        state = t.loop(r.unmasked_begin, r.unmasked_end, state,
+                       lambda j, a, n: step(j, a, n, False))
+        o = t.map(state, lambda a, n, row, col:
+                  flashtile.where(n == 0.0, 0.0, a / n))
+        t.store(o, os_, blk)
+    return program
+
+
 # name -> (program factory, the config it is written for)
 EXAMPLES = {
     "sigmoid": (sigmoid_attention, dict(tile_m=128, tile_n=128, warps=8,
                                         q_in_regs=True)),
     "differential": (differential_attention, dict(tile_m=128, tile_n=32,
                                                   warps=8, q_in_regs=False)),
+    "relu": (relu_attention, dict(tile_m=128, tile_n=128, warps=8,
+                                  q_in_regs=True)),
 }
 
 

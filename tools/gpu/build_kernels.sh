@@ -161,6 +161,7 @@ if [ "$mode" != quick ]; then
   # The tile-language example (a tile program, not hooks).
   variant sigmoid 0 1
   variant differential 0 1
+  variant relu 0 1
   # The same tile programs written in Python (flashtile.tile).
   PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
     python3 "$root/python_bindings/examples/tile_attention.py" "$out" \

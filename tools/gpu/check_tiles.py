@@ -15,6 +15,8 @@ with the causal mask bottom-right aligned:
   * differential (DIFF Transformer): with Q = [Q1; Q2] and K = [K1; K2]
     halves of the head dim, O = (softmax(Q1 K1^T / sqrt(d)) - lambda
     softmax(Q2 K2^T / sqrt(d))) V, d = head_dim / 2, lambda = 0.8;
+  * relu (Wortsman et al., 2023): O_i = relu(scale q_i K^T) V / n_i, n_i
+    the keys row i sees;
 
 and is checked and timed:
 
@@ -98,6 +100,25 @@ def differential_reference(q, k, v, causal, lam):
     return ((p1 - lam * p2) @ vd).transpose(1, 2)
 
 
+def relu_reference(q, k, v, scale, causal):
+    """float64 O (B, Sq, Hq, Dv): relu(scale q.k) v / (keys the row sees)."""
+    B, Hq, Sq, _ = q.shape
+    Hkv, Sk = k.shape[1], k.shape[2]
+    rep = Hq // Hkv
+    qd = q.double()
+    kd = k.double().repeat_interleave(rep, dim=1)
+    vd = v.double().repeat_interleave(rep, dim=1)
+    keep = torch.ones(Sq, Sk, dtype=torch.double, device=q.device)
+    if causal:
+        qi = torch.arange(Sq, device=q.device).view(Sq, 1)
+        ki = torch.arange(Sk, device=q.device).view(1, Sk)
+        keep = (ki <= qi + (Sk - Sq)).double()
+    p = torch.relu(qd @ kd.transpose(-1, -2) * scale) * keep
+    n = keep.sum(-1, keepdim=True)
+    o = torch.where(n > 0, (p @ vd) / n.clamp(min=1), torch.zeros_like(p @ vd))
+    return o.transpose(1, 2)
+
+
 def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid"):
     dev = "cuda"
     tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
@@ -114,6 +135,10 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid
         kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
                lse=lse, bias=bias)
         ref = sigmoid_reference(q, k, v, scale, bias, causal)
+    elif example == "relu":
+        kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
+               lse=lse)
+        ref = relu_reference(q, k, v, 1.0 / math.sqrt(d), causal)
     else:
         kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
                lse=lse, lam=LAMBDA)
@@ -129,7 +154,7 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid
     return ok, err, empty_rows
 
 
-EXAMPLES = ("sigmoid", "differential")
+EXAMPLES = ("sigmoid", "differential", "relu")
 
 
 def run_checks(kernels_dir, quick=False):
@@ -238,6 +263,12 @@ def run_bench(kernels_dir):
             t_eager = float("inf")
         print(f"{'causal' if c else 'full':12} {t_diff:7.3f} {1.5 * flops / t_diff / 1e9:8.1f} "
               f"{t_plain:9.3f} {t_plain / t_diff:8.2f} {t_eager:9.3f}")
+    print(f"\n{'relu':12} {'TFLOP/s':>8} {'plain':>8} {'vs plain':>8}")
+    for c, t_plain, t_sdpa, flops in diffs:
+        relu = load(f"var_relu_bf16_c{c}")
+        t_relu = time_ms(lambda: relu(qt, kt, vt, o=o, lse=lse))
+        print(f"{'causal' if c else 'full':12} {flops / t_relu / 1e9:8.1f} "
+              f"{flops / t_plain / 1e9:8.1f} {t_plain / t_relu:8.2f}")
 
 
 def main():
