@@ -243,7 +243,10 @@ class TileProgram:
         return s
 
     def dot_accumulate(self, p, v, tile, acc):
-        """acc + P V[tile]."""
+        """acc + P V[tile]; an f32 `p` is converted to V's type (the mma's
+        A operand) first."""
+        if p.dtype == _F32:
+            p = self.convert(p, v.dtype)
         out = Frag(None, acc.shape, _F32)
         out.name = self._emit(
             f"attn.mma_pv {p.name}, {v.name}[{tile.name}], {acc.name} : "

@@ -40,6 +40,18 @@ class TraceTest(unittest.TestCase):
         self.assertNotIn("attn.async_wait", text)
         self.assertEqual([e[0] for e in extras], ["bias"])
 
+    def test_f32_p_is_converted(self):
+        def program(t):
+            blk = t.block_context()
+            vs = t.buffer("V", 1, 32, 64)
+            p = t.splat([64, 32], 1.0)
+            acc = t.splat([64, 64], 0.0)
+            t.dot_accumulate(p, vs, blk.m_block, acc)
+        text, _ = tile.program_ir(program, 64, "f16", tile_m=64, tile_n=32,
+                                  warps=4)
+        self.assertIn("attn.convert", text)
+        self.assertIn("-> !attn.frag<64x32xf16>", text)
+
     def test_differential_ir(self):
         text, extras = tile.program_ir(
             tile_attention.differential_attention(False), 128, "f16",

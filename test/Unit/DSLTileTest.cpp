@@ -60,8 +60,8 @@ protected:
                      Value p = t.map({s}, [](ArrayRef<Expr> x, Expr, Expr) {
                        return exp(x[0] - 8.0f);
                      });
-                     return {t.dotAccumulate(t.convert(p, t.getElementType()),
-                                             vs, j, c[0])};
+                     // An f32 P: the builder converts it.
+                     return {t.dotAccumulate(p, vs, j, c[0])};
                    })[0];
       t.store(acc, os, blk);
     };
@@ -84,6 +84,13 @@ TEST_F(DSLTileTest, ProgramBuildsAndCompiles) {
   int syncs = 0;
   kernel->walk([&](Operation *op) { syncs += isa<AsyncWaitOp, BarrierOp>(op); });
   EXPECT_EQ(syncs, 0);
+  // The f32 P became the mma's A operand through an attn.convert.
+  int converts = 0;
+  kernel->walk([&](ConvertOp op) {
+    ++converts;
+    EXPECT_TRUE(op.getResult().getType().getElementType().isBF16());
+  });
+  EXPECT_EQ(converts, 1);
   CompileOptions options;
   options.stopAfter = CompileStage::Ptx;
   FailureOr<CompiledKernel> compiled = compile(*module, options);

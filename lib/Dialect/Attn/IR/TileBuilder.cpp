@@ -135,9 +135,15 @@ Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
   return MmaQKOp::create(b, here, type, q, k, tile, headBegin, headEnd);
 }
 
-Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc, const char *file,
-    unsigned line) {
+Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc,
+                                 const char *file, unsigned line) {
   Location here = at(file, line);
+  // An f32 P (a map's result) becomes the mma's A operand here: the
+  // program need not state the layout change.
+  Type vElement = cast<MemRefType>(v.getType()).getElementType();
+  if (auto frag = dyn_cast<FragType>(p.getType());
+      frag && frag.getElementType().isF32())
+    p = convert(p, vElement, file, line);
   return MmaPVOp::create(b, here, acc.getType(), p, v, tile, acc);
 }
 

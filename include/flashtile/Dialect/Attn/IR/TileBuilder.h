@@ -113,7 +113,8 @@ public:
   mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile,
                   int64_t headBegin = 0, int64_t headEnd = 0,
       FLASHTILE_TILE_CALLER);
-  /// attn.mma_pv: acc + P V[tile].
+  /// attn.mma_pv: acc + P V[tile]. An f32 `p` is converted to V's element
+  /// type in the A-operand layout first (attn.convert).
   mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
                             mlir::Value acc,
       FLASHTILE_TILE_CALLER);
