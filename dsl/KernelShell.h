@@ -1,4 +1,5 @@
-//===- KernelShell.h - The signature of a DSL kernel -------------*- C++ -*-===//
+//===- KernelShell.h - The signature of a DSL kernel -------------*- C++
+//-*-===//
 //
 // Private to dsl/: the attn.kernel both front ends start from (an attention
 // spec's, a tile program's): Q, K, V, O, LSE with run-time sizes and

@@ -76,19 +76,17 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
         return max(x[0], x[1]);
       });
       Value p = t.map({s, m, scale}, [&](llvm::ArrayRef<Expr> x, Expr, Expr) {
-        return where(x[1] == negInf, 0.0f,
-                     exp2((x[0] - x[1]) * x[2] * log2e));
+        return where(x[1] == negInf, 0.0f, exp2((x[0] - x[1]) * x[2] * log2e));
       });
-      Value alpha =
-          t.map({st.m, m, scale}, [&](llvm::ArrayRef<Expr> x, Expr, Expr) {
-            return where(x[1] == negInf, 1.0f,
-                         exp2((x[0] - x[1]) * x[2] * log2e));
-          });
+      Value alpha = t.map({st.m, m, scale}, [&](llvm::ArrayRef<Expr> x, Expr,
+                                                Expr) {
+        return where(x[1] == negInf, 1.0f, exp2((x[0] - x[1]) * x[2] * log2e));
+      });
       Value rowSum = t.reduceRows(p, "sum");
-      Value l = t.map({st.l, alpha, rowSum},
-                      [](llvm::ArrayRef<Expr> x, Expr, Expr) {
-                        return x[0] * x[1] + x[2];
-                      });
+      Value l =
+          t.map({st.l, alpha, rowSum}, [](llvm::ArrayRef<Expr> x, Expr, Expr) {
+            return x[0] * x[1] + x[2];
+          });
       Value acc = t.map({st.acc, alpha}, [](llvm::ArrayRef<Expr> x, Expr,
                                             Expr) { return x[0] * x[1]; });
       acc = t.dotAccumulate(t.convert(p, dtype), vs, j, acc);

@@ -63,11 +63,12 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
         if (masked) {
           s = t.mask(s, blk, j, -1, right);
           // Masked tiles count their visible keys; whole tiles count all.
-          Value seen = t.reduceRows(
-              t.map({s}, [&](llvm::ArrayRef<Expr> x, Expr, Expr) {
-                return where(x[0] == negInf, 0.0f, 1.0f);
-              }),
-              "sum");
+          Value seen =
+              t.reduceRows(t.map({s},
+                                 [&](llvm::ArrayRef<Expr> x, Expr, Expr) {
+                                   return where(x[0] == negInf, 0.0f, 1.0f);
+                                 }),
+                           "sum");
           count = t.map({count, seen}, [](llvm::ArrayRef<Expr> x, Expr, Expr) {
             return x[0] + x[1];
           });
@@ -89,10 +90,10 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
                                    /*masked=*/true, step(true)));
     state = llvm::to_vector(t.loop(range.unmaskedBegin, range.unmaskedEnd,
                                    state, /*masked=*/false, step(false)));
-    Value o = t.map({state[0], state[1]}, [](llvm::ArrayRef<Expr> x, Expr,
-                                             Expr) {
-      return where(x[1] == 0.0f, 0.0f, x[0] / x[1]);
-    });
+    Value o =
+        t.map({state[0], state[1]}, [](llvm::ArrayRef<Expr> x, Expr, Expr) {
+          return where(x[1] == 0.0f, 0.0f, x[0] / x[1]);
+        });
     t.store(o, os, blk);
   };
   return spec;

@@ -54,19 +54,18 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     Value acc = t.splat({tileM, dv}, t.builder().getF32Type(), 0.0f);
 
     auto step = [&](bool masked) {
-      return [&, masked](Value j, ValueRange carried)
-                 -> llvm::SmallVector<Value> {
+      return [&, masked](Value j,
+                         ValueRange carried) -> llvm::SmallVector<Value> {
         t.copy(kernel.getV(), blk.batch, j, blk.kvHead, vs);
         Value s = t.dot(qf, ks, j);
         if (masked)
           s = t.mask(s, blk, j, -1, right);
         // sigmoid(y) = 0.5 + 0.5 tanh(y / 2), with the halving folded into
         // the scale and the bias: one FMA, one tanh, one FMA per score.
-        Value p = t.map({s, scale},
-                        [&](llvm::ArrayRef<Expr> x, Expr row, Expr col) {
-                          return 0.5f + 0.5f * tanh(x[0] * (0.5f * x[1]) +
-                                                    0.5f * bias);
-                        });
+        Value p =
+            t.map({s, scale}, [&](llvm::ArrayRef<Expr> x, Expr row, Expr col) {
+              return 0.5f + 0.5f * tanh(x[0] * (0.5f * x[1]) + 0.5f * bias);
+            });
         t.copy(kernel.getK(), blk.batch, t.minus(j, 1), blk.kvHead, ks);
         return {t.dotAccumulate(t.convert(p, dtype), vs, j, carried[0])};
       };

@@ -82,7 +82,8 @@ TEST_F(DSLTileTest, ProgramBuildsAndCompiles) {
   EXPECT_EQ(kernel->getConfigAttr().getTileN(), 32);
   // The program has no sync; the compile API places them and lowers it.
   int syncs = 0;
-  kernel->walk([&](Operation *op) { syncs += isa<AsyncWaitOp, BarrierOp>(op); });
+  kernel->walk(
+      [&](Operation *op) { syncs += isa<AsyncWaitOp, BarrierOp>(op); });
   EXPECT_EQ(syncs, 0);
   // The f32 P became the mma's A operand through an attn.convert.
   int converts = 0;

@@ -111,7 +111,8 @@ struct SyncChecker::Impl {
   int64_t time = 0, lastBarrier = -1, loopEntry = -1;
   int64_t probeIssued = -1;
 
-  //===--- The run's inputs and findings -----------------------------------===//
+  //===--- The run's inputs and findings
+  //-----------------------------------===//
   const llvm::DenseSet<Operation *> *disabled = nullptr;
   Operation *only = nullptr, *probe = nullptr;
   Result *result = nullptr;
@@ -155,8 +156,9 @@ std::optional<int64_t> SyncChecker::Impl::evalKnown(Value v) {
 
 bool SyncChecker::Impl::isLeaf(Value v) {
   Operation *def = v.getDefiningOp();
-  return !def || !isa<arith::ConstantOp, arith::AddIOp, arith::SubIOp,
-                      arith::MulIOp>(def);
+  return !def ||
+         !isa<arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp>(
+             def);
 }
 
 int64_t SyncChecker::Impl::eval(Value v) {

@@ -23,55 +23,53 @@ TileBuilder::Block TileBuilder::blockContext(const char *file, unsigned line) {
   Type idx = b.getIndexType();
   auto ctx = BlockContextOp::create(b, here, idx, idx, idx, idx, idx, idx,
                                     kernel.getQ(), kernel.getK());
-  return {ctx.getMBlock(), ctx.getHead(),      ctx.getKvHead(),
+  return {ctx.getMBlock(), ctx.getHead(),    ctx.getKvHead(),
           ctx.getBatch(),  ctx.getSeqlenQ(), ctx.getSeqlenK()};
 }
 
 TileBuilder::TileRange TileBuilder::kvBounds(const Block &block, int64_t tileM,
                                              int64_t tileN, int64_t windowLeft,
-                                             int64_t windowRight, const char *file,
-    unsigned line) {
+                                             int64_t windowRight,
+                                             const char *file, unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
   auto bounds = KVBoundsOp::create(b, here, idx, idx, idx, idx, block.mBlock,
                                    block.seqlenQ, block.seqlenK, tileM, tileN,
                                    windowLeft, windowRight);
-  return {bounds.getBegin(), bounds.getUnmaskedBegin(),
-          bounds.getUnmaskedEnd(), bounds.getEnd()};
+  return {bounds.getBegin(), bounds.getUnmaskedBegin(), bounds.getUnmaskedEnd(),
+          bounds.getEnd()};
 }
 
-TileBuilder::TileRange TileBuilder::kvSplit(const TileRange &range, const char *file,
-    unsigned line) {
+TileBuilder::TileRange TileBuilder::kvSplit(const TileRange &range,
+                                            const char *file, unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
-  auto split = KVSplitOp::create(b, here, idx, idx, idx, idx, range.begin,
-                                 range.unmaskedBegin, range.unmaskedEnd,
-                                 range.end);
+  auto split =
+      KVSplitOp::create(b, here, idx, idx, idx, idx, range.begin,
+                        range.unmaskedBegin, range.unmaskedEnd, range.end);
   return {split.getSplitBegin(), split.getSplitUnmaskedBegin(),
           split.getSplitUnmaskedEnd(), split.getSplitEnd()};
 }
 
 Value TileBuilder::softmaxScale(float defaultValue, const char *file,
-    unsigned line) {
+                                unsigned line) {
   Location here = at(file, line);
   return SoftmaxScaleOp::create(b, here, b.getF32Type(),
                                 b.getF32FloatAttr(defaultValue));
 }
 
-Value TileBuilder::index(int64_t value, const char *file,
-    unsigned line) {
+Value TileBuilder::index(int64_t value, const char *file, unsigned line) {
   Location here = at(file, line);
   return arith::ConstantIndexOp::create(b, here, value);
 }
 
-Value TileBuilder::f32(float value, const char *file,
-    unsigned line) {
+Value TileBuilder::f32(float value, const char *file, unsigned line) {
   Location here = at(file, line);
   return arith::ConstantOp::create(b, here, b.getF32FloatAttr(value));
 }
 
 Value TileBuilder::minus(Value tile, int64_t back, const char *file,
-    unsigned line) {
+                         unsigned line) {
   Location here = at(file, line);
   if (back == 0)
     return tile;
@@ -81,7 +79,7 @@ Value TileBuilder::minus(Value tile, int64_t back, const char *file,
 
 Value TileBuilder::buffer(StringRef name, int64_t slots, int64_t rows,
                           int64_t cols, Type elementType, const char *file,
-    unsigned line) {
+                          unsigned line) {
   Location here = at(file, line);
   if (!elementType)
     elementType = getElementType();
@@ -94,15 +92,14 @@ Value TileBuilder::buffer(StringRef name, int64_t slots, int64_t rows,
 }
 
 void TileBuilder::copy(Value src, Value batch, Value tile, Value head,
-                       Value dst, Value pages, Value limit, bool packed, const char *file,
-    unsigned line) {
+                       Value dst, Value pages, Value limit, bool packed,
+                       const char *file, unsigned line) {
   Location here = at(file, line);
   CopyAsyncOp::create(b, here, src, batch, tile, head, dst, pages, limit,
                       packed);
 }
 
-Value TileBuilder::load(Value src, const char *file,
-    unsigned line) {
+Value TileBuilder::load(Value src, const char *file, unsigned line) {
   Location here = at(file, line);
   auto type = cast<MemRefType>(src.getType());
   return LoadFragOp::create(
@@ -112,18 +109,16 @@ Value TileBuilder::load(Value src, const char *file,
       src);
 }
 
-Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType,
-                         float value, const char *file,
-    unsigned line) {
+Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType, float value,
+                         const char *file, unsigned line) {
   Location here = at(file, line);
-  return SplatOp::create(b, here, FragType::get(b.getContext(), shape,
-                                               elementType),
+  return SplatOp::create(b, here,
+                         FragType::get(b.getContext(), shape, elementType),
                          b.getF32FloatAttr(value));
 }
 
 Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
-                       int64_t headEnd, const char *file,
-    unsigned line) {
+                       int64_t headEnd, const char *file, unsigned line) {
   Location here = at(file, line);
   int64_t rows = isa<FragType>(q.getType())
                      ? cast<FragType>(q.getType()).getDimSize(0)
@@ -148,7 +143,7 @@ Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc,
 }
 
 MapOp TileBuilder::createMap(ValueRange operands, const char *file,
-    unsigned line) {
+                             unsigned line) {
   Location here = at(file, line);
   std::optional<int64_t> rows, cols;
   for (Value operand : operands)
@@ -174,8 +169,8 @@ MapOp TileBuilder::createMap(ValueRange operands, const char *file,
   return map;
 }
 
-Value TileBuilder::map(ValueRange operands, const MapBody &body, const char *file,
-    unsigned line) {
+Value TileBuilder::map(ValueRange operands, const MapBody &body,
+                       const char *file, unsigned line) {
   Location here = at(file, line);
   MapOp map = createMap(operands, file, line);
   OpBuilder::InsertionGuard guard(b);
@@ -187,17 +182,18 @@ Value TileBuilder::map(ValueRange operands, const MapBody &body, const char *fil
 }
 
 Value TileBuilder::reduceRows(Value source, StringRef kind, const char *file,
-    unsigned line) {
+                              unsigned line) {
   Location here = at(file, line);
   auto type = cast<FragType>(source.getType());
-  return ReduceRowsOp::create(
-      b, here, FragType::get(b.getContext(), {type.getDimSize(0)},
-                            type.getElementType()),
-      source, b.getStringAttr(kind));
+  return ReduceRowsOp::create(b, here,
+                              FragType::get(b.getContext(),
+                                            {type.getDimSize(0)},
+                                            type.getElementType()),
+                              source, b.getStringAttr(kind));
 }
 
 Value TileBuilder::convert(Value source, Type elementType, const char *file,
-    unsigned line) {
+                           unsigned line) {
   Location here = at(file, line);
   auto type = cast<FragType>(source.getType());
   return ConvertOp::create(
@@ -206,16 +202,16 @@ Value TileBuilder::convert(Value source, Type elementType, const char *file,
 }
 
 Value TileBuilder::mask(Value s, const Block &block, Value nBlock,
-                        int64_t windowLeft, int64_t windowRight, const char *file,
-    unsigned line) {
+                        int64_t windowLeft, int64_t windowRight,
+                        const char *file, unsigned line) {
   Location here = at(file, line);
   return MaskOp::create(b, here, s.getType(), s, block.mBlock, nBlock,
                         block.seqlenQ, block.seqlenK, windowLeft, windowRight);
 }
 
 ModifyScoresOp TileBuilder::modifyScores(Value s, const Block &block,
-                                         Value nBlock, Value scale, const char *file,
-    unsigned line) {
+                                         Value nBlock, Value scale,
+                                         const char *file, unsigned line) {
   Location here = at(file, line);
   return ModifyScoresOp::create(b, here, s.getType(), s, block.mBlock, nBlock,
                                 block.batch, block.head, block.seqlenQ,
@@ -225,7 +221,7 @@ ModifyScoresOp TileBuilder::modifyScores(Value s, const Block &block,
 OnlineSoftmaxOp TileBuilder::onlineSoftmax(Value s, Value rowMax, Value rowSum,
                                            Value acc, Value scaleLog2,
                                            Type pElementType, const char *file,
-    unsigned line) {
+                                           unsigned line) {
   Location here = at(file, line);
   auto sType = cast<FragType>(s.getType());
   auto pType = FragType::get(b.getContext(), sType.getShape(), pElementType);
@@ -236,7 +232,7 @@ OnlineSoftmaxOp TileBuilder::onlineSoftmax(Value s, Value rowMax, Value rowSum,
 
 KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
                                  int64_t tileM, int64_t tileN, const char *file,
-    unsigned line) {
+                                 unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
   return KeyRangeOp::create(b, here, idx, idx, idx, idx, idx, block.mBlock,
@@ -248,20 +244,19 @@ KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
 
 BlockRangesOp TileBuilder::blockRanges(const Block &block,
                                        const TileRange &within, int64_t tileM,
-                                       int64_t tileN, bool perHead, const char *file,
-    unsigned line) {
+                                       int64_t tileN, bool perHead,
+                                       const char *file, unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
-  return BlockRangesOp::create(b, here, idx, idx, idx, idx, block.mBlock,
-                               block.batch, block.head, block.seqlenQ,
-                               within.begin, within.unmaskedBegin,
-                               within.unmaskedEnd, within.end, tileM, tileN,
-                               perHead);
+  return BlockRangesOp::create(
+      b, here, idx, idx, idx, idx, block.mBlock, block.batch, block.head,
+      block.seqlenQ, within.begin, within.unmaskedBegin, within.unmaskedEnd,
+      within.end, tileM, tileN, perHead);
 }
 
 ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,
-                             bool masked, const LoopBody &body, const char *file,
-    unsigned line) {
+                             bool masked, const LoopBody &body,
+                             const char *file, unsigned line) {
   Location here = at(file, line);
   auto loop = KVLoopOp::create(b, here, lower, upper, inits, masked);
   OpBuilder::InsertionGuard guard(b);
@@ -274,17 +269,16 @@ ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,
 }
 
 void TileBuilder::store(Value acc, Value stage, const Block &block,
-                        Value lseValues, const char *file,
-    unsigned line) {
+                        Value lseValues, const char *file, unsigned line) {
   Location here = at(file, line);
-  StoreOp::create(b, here, acc, stage, kernel.getO(), block.batch,
-                  block.mBlock, block.head, kernel.getLse(), lseValues);
+  StoreOp::create(b, here, acc, stage, kernel.getO(), block.batch, block.mBlock,
+                  block.head, kernel.getLse(), lseValues);
 }
 
 EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,
                                  Value stage, const Block &block,
-                                 Value softmaxScale, Value merge, const char *file,
-    unsigned line) {
+                                 Value softmaxScale, Value merge,
+                                 const char *file, unsigned line) {
   Location here = at(file, line);
   return EpilogueOp::create(b, here, acc, rowMax, rowSum, stage, kernel.getO(),
                             block.batch, block.mBlock, block.head,

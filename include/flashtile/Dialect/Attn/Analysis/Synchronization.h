@@ -83,8 +83,7 @@ public:
   /// checker models: an unallocated buffer, a nested KV loop, an op it does
   /// not know that takes a shared buffer, or a tile index it cannot
   /// evaluate.
-  static mlir::FailureOr<std::unique_ptr<SyncChecker>>
-  create(KernelOp kernel);
+  static mlir::FailureOr<std::unique_ptr<SyncChecker>> create(KernelOp kernel);
   ~SyncChecker();
 
   /// Whether the checker models `op` as an access to shared memory (a copy,
@@ -103,8 +102,7 @@ public:
   /// Runs every trace. `disabled` sync ops are skipped; with `only`, only
   /// its hazards are kept; `probe` is the wait to measure for them.
   Result run(const llvm::DenseSet<mlir::Operation *> &disabled = {},
-             mlir::Operation *only = nullptr,
-             mlir::Operation *probe = nullptr);
+             mlir::Operation *only = nullptr, mlir::Operation *probe = nullptr);
 
 private:
   struct Impl;

@@ -1,4 +1,5 @@
-//===- TileBuilder.h - The tile language's builder ---------------*- C++ -*-===//
+//===- TileBuilder.h - The tile language's builder ---------------*- C++
+//-*-===//
 //
 // The one way tile programs are built, by users and by the compiler's own
 // expansion (attn-expand-to-tiles builds the FlashAttention-2 program with
@@ -70,95 +71,84 @@ public:
   /// attn.kv_bounds: -1 for an unbounded window side; (-1, 0) is causal.
   TileRange kvBounds(const Block &block, int64_t tileM, int64_t tileN,
                      int64_t windowLeft, int64_t windowRight,
-      FLASHTILE_TILE_CALLER);
+                     FLASHTILE_TILE_CALLER);
   /// attn.kv_split of `range` (the decode family's split-KV).
-  TileRange kvSplit(const TileRange &range,
-      FLASHTILE_TILE_CALLER);
+  TileRange kvSplit(const TileRange &range, FLASHTILE_TILE_CALLER);
   /// attn.softmax_scale: the run-time scale, `defaultValue` when the caller
   /// passes none.
-  mlir::Value softmaxScale(float defaultValue,
-      FLASHTILE_TILE_CALLER);
+  mlir::Value softmaxScale(float defaultValue, FLASHTILE_TILE_CALLER);
   /// Index and f32 constants, and `tile - back`.
-  mlir::Value index(int64_t value,
-      FLASHTILE_TILE_CALLER);
-  mlir::Value f32(float value,
-      FLASHTILE_TILE_CALLER);
-  mlir::Value minus(mlir::Value tile, int64_t back,
-      FLASHTILE_TILE_CALLER);
+  mlir::Value index(int64_t value, FLASHTILE_TILE_CALLER);
+  mlir::Value f32(float value, FLASHTILE_TILE_CALLER);
+  mlir::Value minus(mlir::Value tile, int64_t back, FLASHTILE_TILE_CALLER);
 
   //===--- Shared memory ------------------------------------------------===//
   /// attn.smem_alloc of `slots x rows x cols` elements (default: Q's type),
   /// named `name` in plans and errors.
   mlir::Value buffer(llvm::StringRef name, int64_t slots, int64_t rows,
                      int64_t cols, mlir::Type elementType = {},
-      FLASHTILE_TILE_CALLER);
+                     FLASHTILE_TILE_CALLER);
   /// attn.copy_async of tile `tile` of `src` into its slot of `dst`.
   void copy(mlir::Value src, mlir::Value batch, mlir::Value tile,
             mlir::Value head, mlir::Value dst, mlir::Value pages = {},
-            mlir::Value limit = {}, bool packed = false,
-      FLASHTILE_TILE_CALLER);
+            mlir::Value limit = {}, bool packed = false, FLASHTILE_TILE_CALLER);
   /// attn.load_frag: slot 0 of `src` into registers.
-  mlir::Value load(mlir::Value src,
-      FLASHTILE_TILE_CALLER);
+  mlir::Value load(mlir::Value src, FLASHTILE_TILE_CALLER);
 
   //===--- Register tiles -----------------------------------------------===//
   /// attn.splat.
   mlir::Value splat(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
-                    float value,
-      FLASHTILE_TILE_CALLER);
+                    float value, FLASHTILE_TILE_CALLER);
   /// attn.mma_qk: S = Q K[tile]^T in f32 (`q` in registers or shared
   /// memory); the result is the warp's slice of the KV tile. With a head
   /// range [headBegin, headEnd) (headEnd 0: the end), over that slice of the
   /// head dim only.
   mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile,
                   int64_t headBegin = 0, int64_t headEnd = 0,
-      FLASHTILE_TILE_CALLER);
+                  FLASHTILE_TILE_CALLER);
   /// attn.mma_pv: acc + P V[tile]. An f32 `p` is converted to V's element
   /// type in the A-operand layout first (attn.convert).
   mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
-                            mlir::Value acc,
-      FLASHTILE_TILE_CALLER);
+                            mlir::Value acc, FLASHTILE_TILE_CALLER);
   /// The scalar body of a map: its arguments are one per operand (elements
   /// of fragments, scalars as they are), then the row and, for a rank-2
   /// result, the column; it returns the f32 element.
-  using MapBody = std::function<mlir::Value(
-      mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+  using MapBody = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                            mlir::ValueRange)>;
   /// attn.map: the result's shape is the rank-2 operands' (else the rank-1
   /// ones').
   mlir::Value map(mlir::ValueRange operands, const MapBody &body,
-      FLASHTILE_TILE_CALLER);
+                  FLASHTILE_TILE_CALLER);
   /// attn.map with the body left empty (its block has its arguments), for
   /// callers that trace the body themselves.
-  MapOp createMap(mlir::ValueRange operands,
-      FLASHTILE_TILE_CALLER);
+  MapOp createMap(mlir::ValueRange operands, FLASHTILE_TILE_CALLER);
   /// attn.reduce_rows ("max" or "sum").
   mlir::Value reduceRows(mlir::Value source, llvm::StringRef kind,
-      FLASHTILE_TILE_CALLER);
+                         FLASHTILE_TILE_CALLER);
   /// attn.convert to f16 / bf16 in the A-operand layout.
   mlir::Value convert(mlir::Value source, mlir::Type elementType,
-      FLASHTILE_TILE_CALLER);
+                      FLASHTILE_TILE_CALLER);
 
   //===--- The fused steps of the built-in programs ----------------------===//
   /// attn.mask of the scores of KV tile `nBlock`.
   mlir::Value mask(mlir::Value s, const Block &block, mlir::Value nBlock,
                    int64_t windowLeft, int64_t windowRight,
-      FLASHTILE_TILE_CALLER);
+                   FLASHTILE_TILE_CALLER);
   /// attn.modify_scores with empty hook regions, for the caller to fill.
   ModifyScoresOp modifyScores(mlir::Value s, const Block &block,
                               mlir::Value nBlock, mlir::Value scale,
-      FLASHTILE_TILE_CALLER);
+                              FLASHTILE_TILE_CALLER);
   /// attn.online_softmax: P (in `pType`'s element type) and the new state.
   OnlineSoftmaxOp onlineSoftmax(mlir::Value s, mlir::Value rowMax,
                                 mlir::Value rowSum, mlir::Value acc,
                                 mlir::Value scaleLog2, mlir::Type pElementType,
-      FLASHTILE_TILE_CALLER);
+                                FLASHTILE_TILE_CALLER);
   /// attn.key_range and attn.block_ranges over `within`, regions empty.
   KeyRangeOp keyRange(const Block &block, const TileRange &within,
-                      int64_t tileM, int64_t tileN,
-      FLASHTILE_TILE_CALLER);
+                      int64_t tileM, int64_t tileN, FLASHTILE_TILE_CALLER);
   BlockRangesOp blockRanges(const Block &block, const TileRange &within,
                             int64_t tileM, int64_t tileN, bool perHead,
-      FLASHTILE_TILE_CALLER);
+                            FLASHTILE_TILE_CALLER);
 
   //===--- The KV loop and the block's exits -----------------------------===//
   /// The body of a KV loop: given the tile index and the loop-carried
@@ -169,17 +159,15 @@ public:
   /// the body masks scores.
   mlir::ValueRange loop(mlir::Value lower, mlir::Value upper,
                         mlir::ValueRange inits, bool masked,
-                        const LoopBody &body,
-      FLASHTILE_TILE_CALLER);
+                        const LoopBody &body, FLASHTILE_TILE_CALLER);
   /// attn.store of `acc` as the block's rows of O (`lseValues` optional).
   void store(mlir::Value acc, mlir::Value stage, const Block &block,
-             mlir::Value lseValues = {},
-      FLASHTILE_TILE_CALLER);
+             mlir::Value lseValues = {}, FLASHTILE_TILE_CALLER);
   /// attn.epilogue (normalise by l, LSE), its sink region empty.
   EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
                       mlir::Value stage, const Block &block,
                       mlir::Value softmaxScale, mlir::Value merge = {},
-      FLASHTILE_TILE_CALLER);
+                      FLASHTILE_TILE_CALLER);
 
 private:
   mlir::OpBuilder &b;
