@@ -129,6 +129,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("head_dim"),
         "The head dim as shared buffers and fragments hold it (the "
         "compiler's rule, getPaddedHeadDim).");
+  m.def("default_softmax_scale", &flashtile::attn::getDefaultSoftmaxScale,
+        py::arg("head_dim"),
+        "The softmax scale a kernel takes when none is given (the "
+        "compiler's rule, getDefaultSoftmaxScale).");
   m.def("find_ptxas", &findPtxasPath,
         "The ptxas the compiler runs; raises FlashTileError naming where it "
         "looked.");

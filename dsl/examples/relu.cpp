@@ -13,7 +13,6 @@
 
 #include "Example.h"
 
-#include <cmath>
 #include <limits>
 
 using namespace flashtile::dsl;
@@ -34,8 +33,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
   spec.warps = 8;
   spec.qInRegs = true;
   bool causal = flags.causal;
-  int64_t headDim = flags.headDim;
-  spec.body = [causal, headDim](TileProgram &t) {
+  spec.body = [causal](TileProgram &t) {
     int64_t tileM = t.getSpec().tileM, tileN = t.getSpec().tileN;
     int64_t d = t.headDim(), dv = t.headDimV();
     KernelOp kernel = t.getKernel();
@@ -53,7 +51,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     t.copy(kernel.getQ(), blk.batch, blk.mBlock, blk.head, qs);
     t.copy(kernel.getK(), blk.batch, t.minus(range.end, 1), blk.kvHead, ks);
     Value qf = t.load(qs);
-    Value scale = t.softmaxScale(1.0f / std::sqrt(float(headDim)));
+    Value scale = t.softmaxScale();
 
     auto step = [&](bool masked) {
       return [&, masked](Value j, ValueRange c) -> llvm::SmallVector<Value> {

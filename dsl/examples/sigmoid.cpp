@@ -12,7 +12,6 @@
 
 #include "Example.h"
 
-#include <cmath>
 
 using namespace flashtile::dsl;
 using flashtile::attn::KernelOp;
@@ -33,8 +32,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
   spec.qInRegs = true;
   Scalar bias = spec.addScalar("bias", DType::F32);
   bool causal = flags.causal;
-  int64_t headDim = flags.headDim;
-  spec.body = [bias, causal, headDim](TileProgram &t) {
+  spec.body = [bias, causal](TileProgram &t) {
     int64_t tileM = t.getSpec().tileM, tileN = t.getSpec().tileN;
     int64_t d = t.headDim(), dv = t.headDimV();
     KernelOp kernel = t.getKernel();
@@ -50,7 +48,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     t.copy(kernel.getQ(), blk.batch, blk.mBlock, blk.head, qs);
     t.copy(kernel.getK(), blk.batch, t.minus(range.end, 1), blk.kvHead, ks);
     Value qf = t.load(qs);
-    Value scale = t.softmaxScale(1.0f / std::sqrt(float(headDim)));
+    Value scale = t.softmaxScale();
     Value acc = t.splat({tileM, dv}, t.builder().getF32Type(), 0.0f);
 
     auto step = [&](bool masked) {

@@ -187,8 +187,10 @@ class TileProgram:
             f"arith.subi {tile.name}, {amount.name} : index")[0])
 
     def softmax_scale(self, default=None):
-        """The run-time softmax scale (1 / sqrt(head_dim) unless passed)."""
-        value = default if default is not None else self._dims[0] ** -0.5
+        """The run-time softmax scale; its default `default`, else the
+        compiler's (1 / sqrt(head_dim))."""
+        value = default if default is not None else \
+            _compiler().default_softmax_scale(self._dims[0])
         return _Scalar(self._emit(
             f"attn.softmax_scale {{default_value = "
             f"{_hooks._float_literal(value)} : f32}} : f32")[0])
@@ -396,16 +398,21 @@ class TileProgram:
         return "\n".join(lines), extras
 
 
-def _padded(d):
-    """The head dim as buffers and fragments hold it: the compiler's rule
-    (attn::getPaddedHeadDim), asked of the compiler module."""
+def _compiler():
+    """The compiler module, whose rules (head-dim padding, default scale)
+    tracing follows."""
     from . import compiler
     module = compiler._compiler_module()
     if module is None:
         raise FlashTileError(
-            "tracing a tile program needs the compiler (its head-dim rule); "
-            "this installation is runtime-only")
-    return module.padded_head_dim(d)
+            "tracing a tile program needs the compiler (its head-dim and "
+            "softmax-scale rules); this installation is runtime-only")
+    return module
+
+
+def _padded(d):
+    """The head dim as buffers and fragments hold it (attn::getPaddedHeadDim)."""
+    return _compiler().padded_head_dim(d)
 
 
 def program_ir(program, head_dim, dtype="bf16", *, head_dim_v=None,

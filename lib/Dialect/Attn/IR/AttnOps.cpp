@@ -44,6 +44,10 @@ int64_t attn::getPaddedHeadDim(int64_t dim) {
   return llvm::alignTo(dim, kPaddedHeadDimGranule);
 }
 
+float attn::getDefaultSoftmaxScale(int64_t headDim) {
+  return 1.0f / std::sqrt(static_cast<float>(headDim));
+}
+
 /// The PTX identifier rule (PTX ISA, "Identifiers"), restricted to C
 /// identifiers so that the name also works as a C symbol and a file stem.
 std::optional<std::string> attn::explainInvalidKernelName(StringRef name) {
@@ -136,8 +140,8 @@ ProblemAttr KernelOp::getTileProgramProblem() {
   auto scales = getBodyBlock().getOps<SoftmaxScaleOp>();
   float scale =
       scales.empty()
-          ? 1.0f / std::sqrt(static_cast<float>(
-                       cast<MemRefType>(getQ().getType()).getDimSize(3)))
+          ? getDefaultSoftmaxScale(
+                cast<MemRefType>(getQ().getType()).getDimSize(3))
           : (*scales.begin()).getDefaultValue().convertToFloat();
   Builder b(getContext());
   return ProblemAttr::get(getContext(), /*causal=*/left < 0 && right == 0,
@@ -300,8 +304,8 @@ std::pair<int64_t, int64_t> AttentionOp::getEffectiveWindow() {
 float AttentionOp::getScale() {
   if (FloatAttr scale = getSoftmaxScaleAttr())
     return scale.getValueAsDouble();
-  auto qType = cast<MemRefType>(getQ().getType());
-  return 1.0f / std::sqrt(static_cast<float>(qType.getDimSize(3)));
+  return getDefaultSoftmaxScale(
+      cast<MemRefType>(getQ().getType()).getDimSize(3));
 }
 
 /// Checks a hook region's signature: `argTypes` in, one `resultType` out.

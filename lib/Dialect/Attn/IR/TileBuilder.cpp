@@ -58,6 +58,13 @@ Value TileBuilder::softmaxScale(float defaultValue, const char *file,
                                 b.getF32FloatAttr(defaultValue));
 }
 
+Value TileBuilder::softmaxScale(const char *file, unsigned line) {
+  return softmaxScale(
+      getDefaultSoftmaxScale(
+          cast<MemRefType>(kernel.getQ().getType()).getDimSize(3)),
+      file, line);
+}
+
 Value TileBuilder::index(int64_t value, const char *file, unsigned line) {
   Location here = at(file, line);
   return arith::ConstantIndexOp::create(b, here, value);

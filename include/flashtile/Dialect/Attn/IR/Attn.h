@@ -67,6 +67,10 @@ std::optional<std::string> explainUnsupportedHeadDim(int64_t dim);
 /// multiple of 32, as FlashAttention-2's head-dim instances do.
 int64_t getPaddedHeadDim(int64_t dim);
 
+/// The softmax scale a kernel takes when none is given: 1 / sqrt(head_dim)
+/// of Q and K.
+float getDefaultSoftmaxScale(int64_t headDim);
+
 /// Why `name` cannot be a kernel's symbol (its PTX entry name), or nullopt.
 std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
 

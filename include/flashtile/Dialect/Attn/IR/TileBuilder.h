@@ -77,6 +77,8 @@ public:
   /// attn.softmax_scale: the run-time scale, `defaultValue` when the caller
   /// passes none.
   mlir::Value softmaxScale(float defaultValue, FLASHTILE_TILE_CALLER);
+  /// The same with the kernel's default (getDefaultSoftmaxScale).
+  mlir::Value softmaxScale(FLASHTILE_TILE_CALLER);
   /// Index and f32 constants, and `tile - back`.
   mlir::Value index(int64_t value, FLASHTILE_TILE_CALLER);
   mlir::Value f32(float value, FLASHTILE_TILE_CALLER);
