@@ -35,8 +35,27 @@ struct ExtraArg {
   int64_t rank = -1;
 };
 
+/// The extra tensor and scalar arguments of a kernel (after Q, K, V, O and
+/// LSE), in order, with the calls that declare them: shared by the
+/// attention spec and the tile-program spec.
+struct KernelArgs {
+  std::vector<ExtraArg> extraArgs;
+
+  /// Declares an extra tensor argument of `rank` dynamic extents and
+  /// strides, and returns the handle hooks read it through.
+  Tensor addTensor(std::string name, DType dtype, int64_t rank) {
+    extraArgs.push_back({name, dtype, rank});
+    return Tensor(std::move(name));
+  }
+  /// Declares an extra scalar argument (I32, I64 or F32).
+  Scalar addScalar(std::string name, DType dtype) {
+    extraArgs.push_back({name, dtype, -1});
+    return Scalar(std::move(name));
+  }
+};
+
 /// What an attention kernel computes.
-struct AttentionSpec {
+struct AttentionSpec : KernelArgs {
   std::string name = "flash_fwd";
   Chip chip = Chip::sm_120;
   DType dtype = DType::F16;
@@ -48,8 +67,6 @@ struct AttentionSpec {
   int64_t windowLeft = -1, windowRight = -1;
   /// Defaults to 1/sqrt(headDim).
   std::optional<float> softmaxScale;
-  /// Extra tensor and scalar arguments, in order.
-  std::vector<ExtraArg> extraArgs;
   /// Paged KV: the extra i32 (batch, max_pages) tensor that lists each
   /// sequence's pages (pageKV); empty means K and V are contiguous.
   std::string blockTable;
@@ -58,12 +75,6 @@ struct AttentionSpec {
   MaskModFn maskMod;
   SinkFn sink;
 
-  /// Declares an extra tensor argument of `rank` dynamic extents and
-  /// strides, and returns the handle hooks read it through.
-  Tensor addTensor(std::string name, DType dtype, int64_t rank) {
-    extraArgs.push_back({name, dtype, rank});
-    return Tensor(std::move(name));
-  }
   /// Pages K and V, as vLLM does: they become page pools (num_pages,
   /// page_size, heads_kv, dim), and key j of batch b is row j mod page_size
   /// of page table[b][j / page_size], with `table` the i32 (batch,
@@ -71,11 +82,6 @@ struct AttentionSpec {
   Tensor pageKV(std::string name = "block_table") {
     blockTable = name;
     return addTensor(std::move(name), DType::I32, 2);
-  }
-  /// Declares an extra scalar argument (I32, I64 or F32).
-  Scalar addScalar(std::string name, DType dtype) {
-    extraArgs.push_back({name, dtype, -1});
-    return Scalar(std::move(name));
   }
 };
 

@@ -35,31 +35,20 @@ namespace flashtile::dsl {
 
 class TileProgram;
 
-/// A kernel written in the tile language: its signature, the config it is
-/// written for, and the program.
-struct TileKernelSpec {
+/// A kernel written in the tile language: its signature (extra arguments
+/// from KernelArgs), the config it is written for, and the program.
+struct TileKernelSpec : KernelArgs {
   std::string name = "tile_kernel";
   Chip chip = Chip::sm_120;
   DType dtype = DType::BF16;
   int64_t headDim = 128;
   /// 0 means "same as headDim".
   int64_t headDimV = 0;
-  /// Extra tensor and scalar arguments, in order.
-  std::vector<ExtraArg> extraArgs;
   /// The tile config (#attn.config) the program's tiles are sized for.
   int64_t tileM = 128, tileN = 128, stages = 1, warps = 8;
   bool qInRegs = true;
   /// The program of one block.
   std::function<void(TileProgram &)> body;
-
-  Tensor addTensor(std::string name, DType dtype, int64_t rank) {
-    extraArgs.push_back({name, dtype, rank});
-    return Tensor(std::move(name));
-  }
-  Scalar addScalar(std::string name, DType dtype) {
-    extraArgs.push_back({name, dtype, -1});
-    return Scalar(std::move(name));
-  }
 };
 
 /// The builder a tile program gets: TileBuilder's ops, plus elementwise
