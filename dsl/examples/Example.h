@@ -70,6 +70,24 @@ inline bool parseFlags(int argc, char **argv, Flags &flags) {
   return true;
 }
 
+/// Builds one kernel into a fresh module with `build(module, loc)`, at a
+/// location named `label`, and prints the module; the exit code of the
+/// example.
+template <typename Build>
+inline int printModule(const std::string &label, const Build &build) {
+  mlir::MLIRContext ctx;
+  registerCompilerDialects(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  mlir::Location loc =
+      mlir::NameLoc::get(mlir::StringAttr::get(&ctx, label));
+  if (mlir::failed(build(*module, loc)))
+    return 1;
+  module->print(llvm::outs());
+  llvm::outs() << "\n";
+  return 0;
+}
+
 /// Builds `spec` after the command line and prints its module; the exit
 /// code of the example.
 inline int printKernel(int argc, char **argv, dsl::AttentionSpec spec) {
@@ -80,17 +98,10 @@ inline int printKernel(int argc, char **argv, dsl::AttentionSpec spec) {
   spec.headDim = flags.headDim;
   spec.causal = flags.causal;
   spec.name = flags.name;
-  mlir::MLIRContext ctx;
-  registerCompilerDialects(ctx);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
-  if (mlir::failed(dsl::buildAttentionKernel(
-          *module, spec, mlir::NameLoc::get(mlir::StringAttr::get(
-                             &ctx, "spec:" + spec.name)))))
-    return 1;
-  module->print(llvm::outs());
-  llvm::outs() << "\n";
-  return 0;
+  return printModule("spec:" + spec.name, [&](mlir::ModuleOp module,
+                                              mlir::Location loc) {
+    return dsl::buildAttentionKernel(module, spec, loc);
+  });
 }
 
 /// The same for a tile program: `make` builds the spec from the flags.
@@ -100,17 +111,10 @@ inline int printTileKernel(int argc, char **argv, Flags flags,
   if (!parseFlags(argc, argv, flags))
     return 2;
   dsl::TileKernelSpec spec = make(flags);
-  mlir::MLIRContext ctx;
-  registerCompilerDialects(ctx);
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
-  if (mlir::failed(dsl::buildTileKernel(
-          *module, spec, mlir::NameLoc::get(mlir::StringAttr::get(
-                             &ctx, "tile:" + spec.name)))))
-    return 1;
-  module->print(llvm::outs());
-  llvm::outs() << "\n";
-  return 0;
+  return printModule("tile:" + spec.name, [&](mlir::ModuleOp module,
+                                              mlir::Location loc) {
+    return dsl::buildTileKernel(module, spec, loc);
+  });
 }
 
 } // namespace flashtile::examples
