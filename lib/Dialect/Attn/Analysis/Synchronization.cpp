@@ -83,6 +83,9 @@ struct SyncChecker::Impl {
   llvm::DenseMap<Value, BufferInfo> buffers;
   SmallVector<KVLoopOp> loops;
   int64_t maxTrips = 0, residues = 1;
+  /// Each access op's accesses, found once: every trace replays them, and
+  /// the barrier pass only adds syncs, which access nothing.
+  llvm::DenseMap<Operation *, SmallVector<Access>> accesses;
 
   //===--- One trace's state ----------------------------------------------===//
   struct Group {
@@ -286,14 +289,16 @@ void SyncChecker::Impl::runOp(Operation *op) {
     reads.clear();
     return;
   }
-  // The block's exits: the epilogue, or a tile program's store.
-  if (isa<EpilogueOp, StoreOp>(op) && complete < int64_t(groups.size())) {
-    Value stage = isa<EpilogueOp>(op) ? cast<EpilogueOp>(op).getStage()
-                                      : cast<StoreOp>(op).getStage();
-    report(SyncHazard::Kind::CopyInFlightAtExit, op, nullptr, stage, 0, true,
-           -1, int64_t(groups.size()) - 1);
-  }
-  for (const Access &a : getAccesses(op))
+  auto found = accesses.find(op);
+  if (found == accesses.end())
+    return;
+  // The block's exits: the epilogue, or a tile program's store (their first
+  // access is the staging buffer).
+  if (isa<EpilogueOp, StoreOp>(op) && complete < int64_t(groups.size()))
+    report(SyncHazard::Kind::CopyInFlightAtExit, op, nullptr,
+           found->second.front().buffer, 0, true, -1,
+           int64_t(groups.size()) - 1);
+  for (const Access &a : found->second)
     access(op, a);
 }
 
@@ -354,7 +359,17 @@ FailureOr<std::unique_ptr<SyncChecker>> SyncChecker::create(KernelOp kernel) {
       impl->loops.push_back(loop);
       return WalkResult::advance();
     }
-    if (accessesSharedMemory(op) || isa<SmemAllocOp>(op))
+    if (SmallVector<Access> found = getAccesses(op); !found.empty()) {
+      // Accesses outside straight-line code and KV loops (in a hook
+      // region) are outside the model.
+      if (!isa<KernelOp, KVLoopOp>(op->getParentOp())) {
+        op->emitOpError() << "must be in the kernel body or a KV loop's body";
+        return WalkResult::interrupt();
+      }
+      impl->accesses[op] = std::move(found);
+      return WalkResult::advance();
+    }
+    if (isa<SmemAllocOp>(op))
       return WalkResult::advance();
     for (Value operand : op->getOperands())
       if (auto alloc = operand.getDefiningOp<SmemAllocOp>()) {
@@ -370,19 +385,6 @@ FailureOr<std::unique_ptr<SyncChecker>> SyncChecker::create(KernelOp kernel) {
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
-    return failure();
-  // Accesses outside straight-line code and KV loops (in a hook region)
-  // are outside the model.
-  WalkResult nested = body.walk([&](Operation *op) {
-    if (!accessesSharedMemory(op))
-      return WalkResult::advance();
-    if (!isa<KernelOp, KVLoopOp>(op->getParentOp())) {
-      op->emitOpError() << "must be in the kernel body or a KV loop's body";
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  if (nested.wasInterrupted())
     return failure();
   return std::unique_ptr<SyncChecker>(new SyncChecker(std::move(impl)));
 }
