@@ -56,19 +56,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_fwd  # noqa: E402  (its timing loop)
 
 
+def _float64_heads(q, k, v):
+    """q, k, v in float64 with K and V repeated to Q's heads (GQA)."""
+    rep = q.shape[1] // k.shape[1]
+    return (q.double(), k.double().repeat_interleave(rep, dim=1),
+            v.double().repeat_interleave(rep, dim=1))
+
+
+def _keep(q, k, causal):
+    """(Sq, Sk) bool: the keys each query sees (causal: bottom-right
+    aligned)."""
+    Sq, Sk = q.shape[2], k.shape[2]
+    if not causal:
+        return torch.ones(Sq, Sk, dtype=torch.bool, device=q.device)
+    qi = torch.arange(Sq, device=q.device).view(Sq, 1)
+    ki = torch.arange(Sk, device=q.device).view(1, Sk)
+    return ki <= qi + (Sk - Sq)
+
+
 def sigmoid_reference(q, k, v, scale, bias, causal):
     """float64 O (B, Sq, Hq, Dv) from (B, H, S, D) inputs."""
-    B, Hq, Sq, _ = q.shape
-    Hkv, Sk = k.shape[1], k.shape[2]
-    rep = Hq // Hkv
-    qd = q.double()
-    kd = k.double().repeat_interleave(rep, dim=1)
-    vd = v.double().repeat_interleave(rep, dim=1)
+    qd, kd, vd = _float64_heads(q, k, v)
     p = torch.sigmoid(qd @ kd.transpose(-1, -2) * scale + bias)
-    if causal:
-        qi = torch.arange(Sq, device=q.device).view(Sq, 1)
-        ki = torch.arange(Sk, device=q.device).view(1, Sk)
-        p = p * (ki <= qi + (Sk - Sq)).double()
+    p = p * _keep(q, k, causal).double()
     return (p @ vd).transpose(1, 2)
 
 
@@ -77,18 +87,9 @@ LAMBDA = 0.8
 
 def differential_reference(q, k, v, causal, lam):
     """float64 O (B, Sq, Hq, Dv) from (B, H, S, D) inputs."""
-    B, Hq, Sq, D = q.shape
-    Hkv, Sk = k.shape[1], k.shape[2]
-    rep = Hq // Hkv
-    half = D // 2
-    qd = q.double()
-    kd = k.double().repeat_interleave(rep, dim=1)
-    vd = v.double().repeat_interleave(rep, dim=1)
-    keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device)
-    if causal:
-        qi = torch.arange(Sq, device=q.device).view(Sq, 1)
-        ki = torch.arange(Sk, device=q.device).view(1, Sk)
-        keep = ki <= qi + (Sk - Sq)
+    half = q.shape[3] // 2
+    qd, kd, vd = _float64_heads(q, k, v)
+    keep = _keep(q, k, causal)
 
     def probs(a, b):
         s = (a @ b.transpose(-1, -2)) / math.sqrt(half)
@@ -102,17 +103,8 @@ def differential_reference(q, k, v, causal, lam):
 
 def relu_reference(q, k, v, scale, causal):
     """float64 O (B, Sq, Hq, Dv): relu(scale q.k) v / (keys the row sees)."""
-    B, Hq, Sq, _ = q.shape
-    Hkv, Sk = k.shape[1], k.shape[2]
-    rep = Hq // Hkv
-    qd = q.double()
-    kd = k.double().repeat_interleave(rep, dim=1)
-    vd = v.double().repeat_interleave(rep, dim=1)
-    keep = torch.ones(Sq, Sk, dtype=torch.double, device=q.device)
-    if causal:
-        qi = torch.arange(Sq, device=q.device).view(Sq, 1)
-        ki = torch.arange(Sk, device=q.device).view(1, Sk)
-        keep = (ki <= qi + (Sk - Sq)).double()
+    qd, kd, vd = _float64_heads(q, k, v)
+    keep = _keep(q, k, causal).double()
     p = torch.relu(qd @ kd.transpose(-1, -2) * scale) * keep
     n = keep.sum(-1, keepdim=True)
     o = torch.where(n > 0, (p @ vd) / n.clamp(min=1), torch.zeros_like(p @ vd))
