@@ -68,6 +68,7 @@ static void addTilePasses(OpPassManager &kernelPm,
                           const AttnSelectConfigOptions &options) {
   kernelPm.addPass(createAttnSelectConfig(options));
   kernelPm.addPass(createAttnExpandToTiles());
+  kernelPm.addPass(createAttnPipelineCopies());
   kernelPm.addPass(createAttnAllocateSharedMemory());
   kernelPm.addPass(createAttnInsertBarriers());
 }
@@ -79,10 +80,11 @@ bool flashtile::isTileProgram(KernelOp kernel) {
 LogicalResult flashtile::runTilePipeline(ModuleOp module,
                                          const ConfigOverrides &pins) {
   // Tile programs are written by hand or by the tile builder: they only
-  // need bytes and syncs.
+  // need their copies pipelined, bytes and syncs.
   if (llvm::all_of(module.getOps<KernelOp>(), isTileProgram)) {
     PassManager pm(module.getContext());
     OpPassManager &kernelPm = pm.nest<KernelOp>();
+    kernelPm.addPass(createAttnPipelineCopies());
     kernelPm.addPass(createAttnAllocateSharedMemory());
     kernelPm.addPass(createAttnInsertBarriers());
     return pm.run(module);
@@ -148,7 +150,7 @@ void flashtile::registerPipelines() {
   PassPipelineRegistration<TilePipelineOptions>(
       "attn-to-tiles",
       "Kernel-level attn.kernel to an allocated tile program: "
-      "attn-select-config, attn-expand-to-tiles, "
+      "attn-select-config, attn-expand-to-tiles, attn-pipeline-copies, "
       "attn-allocate-shared-memory, attn-insert-barriers",
       [](OpPassManager &pm, const TilePipelineOptions &options) {
         addTilePasses(pm, options.toSelectOptions());

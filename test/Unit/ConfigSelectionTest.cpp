@@ -4,6 +4,7 @@
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
+#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Diagnostics.h"
@@ -33,6 +34,7 @@ protected:
   int64_t planBytes(KernelOp kernel, ConfigAttr config) {
     auto clone = cast<KernelOp>(kernel->clone());
     EXPECT_TRUE(succeeded(expandAttentionToTiles(clone, config)));
+    pipelineCopies(clone);
     int64_t bytes = SharedMemoryPlan(clone).getTotalBytes();
     clone->erase();
     return bytes;

@@ -1,5 +1,5 @@
-// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-allocate-shared-memory,attn-insert-barriers),convert-attn-to-nvvm)' | FileCheck %s
-// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-allocate-shared-memory,attn-insert-barriers),convert-attn-to-nvvm)' | FileCheck %s --check-prefix=COUNT
+// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers),convert-attn-to-nvvm)' | FileCheck %s
+// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers),convert-attn-to-nvvm)' | FileCheck %s --check-prefix=COUNT
 
 // A bf16 d = 64 kernel, 64x32 tiles, 4 warps, Q in registers: every tile op
 // becomes NVVM, with bf16 mma through i32 operands and explicit PTX types.

@@ -23,22 +23,24 @@ struct Bytes {
   bool covers(const Bytes &o) const { return lo <= o.lo && o.hi <= hi; }
 };
 
-/// One access of an op to a shared buffer.
-struct Access {
-  Value buffer;
-  /// The tile whose slot is accessed; null: slot 0.
-  Value tile;
-  bool write = false;
-  /// A read that must see a copy of `tile` (false: any copy into the
-  /// buffer).
-  bool namesTile = false;
-  /// Every slot (the epilogue's staging and merge buffers).
-  bool whole = false;
+struct BufferInfo {
+  int64_t offset = 0, bytes = 0, slots = 1;
+  StringRef name;
+  int64_t slotBytes() const { return bytes / slots; }
 };
 
-/// What `op` does to shared memory, in the order it does it.
-SmallVector<Access> getAccesses(Operation *op) {
-  SmallVector<Access> accesses;
+int64_t floorMod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
+
+/// A tile index no trace gives a loop bound: values the traces do not pin
+/// (the query tile, the batch) take it.
+constexpr int64_t kFreeValue = 1000;
+/// The first loop's upper bound, plus a residue, in every trace.
+constexpr int64_t kTraceBase = 4000;
+
+} // namespace
+
+SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
+  SmallVector<SharedAccess> accesses;
   if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
     accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
   } else if (auto load = dyn_cast<LoadFragOp>(op)) {
@@ -62,22 +64,6 @@ SmallVector<Access> getAccesses(Operation *op) {
   return accesses;
 }
 
-struct BufferInfo {
-  int64_t offset = 0, bytes = 0, slots = 1;
-  StringRef name;
-  int64_t slotBytes() const { return bytes / slots; }
-};
-
-int64_t floorMod(int64_t a, int64_t b) { return ((a % b) + b) % b; }
-
-/// A tile index no trace gives a loop bound: values the traces do not pin
-/// (the query tile, the batch) take it.
-constexpr int64_t kFreeValue = 1000;
-/// The first loop's upper bound, plus a residue, in every trace.
-constexpr int64_t kTraceBase = 4000;
-
-} // namespace
-
 struct SyncChecker::Impl {
   KernelOp kernel;
   llvm::DenseMap<Value, BufferInfo> buffers;
@@ -85,7 +71,7 @@ struct SyncChecker::Impl {
   int64_t maxTrips = 0, residues = 1;
   /// Each access op's accesses, found once: every trace replays them, and
   /// the barrier pass only adds syncs, which access nothing.
-  llvm::DenseMap<Operation *, SmallVector<Access>> accesses;
+  llvm::DenseMap<Operation *, SmallVector<SharedAccess>> accesses;
 
   //===--- One trace's state ----------------------------------------------===//
   struct Group {
@@ -128,7 +114,7 @@ struct SyncChecker::Impl {
   void runTrace(ArrayRef<int64_t> trips, int64_t base);
   void runBlock(Block &block);
   void runOp(Operation *op);
-  void access(Operation *op, const Access &a);
+  void access(Operation *op, const SharedAccess &a);
   void report(SyncHazard::Kind kind, Operation *op, Operation *other,
               Value buffer, int64_t slot, bool inFlight, int64_t otherTime,
               int64_t group);
@@ -216,7 +202,7 @@ void SyncChecker::Impl::report(SyncHazard::Kind kind, Operation *op,
   hazard.otherBeforeLoop &= beforeLoop;
 }
 
-void SyncChecker::Impl::access(Operation *op, const Access &a) {
+void SyncChecker::Impl::access(Operation *op, const SharedAccess &a) {
   const BufferInfo &info = buffers.lookup(a.buffer);
   int64_t tile = a.tile ? eval(a.tile) : 0;
   int64_t slot = a.tile ? floorMod(tile, info.slots) : 0;
@@ -298,7 +284,7 @@ void SyncChecker::Impl::runOp(Operation *op) {
     report(SyncHazard::Kind::CopyInFlightAtExit, op, nullptr,
            found->second.front().buffer, 0, true, -1,
            int64_t(groups.size()) - 1);
-  for (const Access &a : found->second)
+  for (const SharedAccess &a : found->second)
     access(op, a);
 }
 
@@ -327,7 +313,7 @@ SyncChecker::SyncChecker(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 SyncChecker::~SyncChecker() = default;
 
 bool SyncChecker::accessesSharedMemory(Operation *op) {
-  return !getAccesses(op).empty();
+  return !getSharedAccesses(op).empty();
 }
 
 FailureOr<std::unique_ptr<SyncChecker>> SyncChecker::create(KernelOp kernel) {
@@ -359,7 +345,7 @@ FailureOr<std::unique_ptr<SyncChecker>> SyncChecker::create(KernelOp kernel) {
       impl->loops.push_back(loop);
       return WalkResult::advance();
     }
-    if (SmallVector<Access> found = getAccesses(op); !found.empty()) {
+    if (SmallVector<SharedAccess> found = getSharedAccesses(op); !found.empty()) {
       // Accesses outside straight-line code and KV loops (in a hook
       // region) are outside the model.
       if (!isa<KernelOp, KVLoopOp>(op->getParentOp())) {

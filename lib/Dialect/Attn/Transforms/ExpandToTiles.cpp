@@ -82,7 +82,7 @@ struct TileProgramBuilder {
   bool unmaskedNeedsMaskMod = true;
 
   void buildBuffers();
-  void buildPrologue(Value end);
+  void buildPrologue();
   ValueRange buildLoop(Value lower, Value upper, ValueRange inits,
                        bool masked);
   void build();
@@ -103,21 +103,12 @@ void TileProgramBuilder::buildBuffers() {
                      b.getF32Type());
 }
 
-void TileProgramBuilder::buildPrologue(Value end) {
-  int64_t stages = config.getStages();
-  // Groups issue as Q, K[end-1], V[end-1], K[end-2], ..., V[end-stages+1],
-  // K[end-stages]: the state the steady-state loop expects on entry.
+void TileProgramBuilder::buildPrologue() {
   copyQ();
-  copyKV(kernel.getK(), t.minus(end, 1), ks);
   qOperand = qs;
   if (config.getQInRegs()) {
-    // Moving Q to registers before any V copy is issued is what frees Q's
-    // bytes for V.
+    // Moving Q to registers before the loop frees Q's bytes for V.
     qOperand = t.load(qs);
-  }
-  for (int64_t i = 1; i < stages; ++i) {
-    copyKV(kernel.getV(), t.minus(end, i), vs);
-    copyKV(kernel.getK(), t.minus(end, i + 1), ks);
   }
 }
 
@@ -149,12 +140,13 @@ Value TileProgramBuilder::modifyScores(Value s, Value j, bool withMaskMod) {
 
 ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
                                          ValueRange inits, bool masked) {
-  int64_t stages = config.getStages();
+  // Each tile is copied where it is used; attn-pipeline-copies issues the
+  // copies ahead (FlashAttention-2's schedule: V's next copy overlaps
+  // S = Q K^T and the softmax, K's overlaps P V).
   return t.loop(lower, upper, inits, masked,
                 [&](Value j, ValueRange carried) -> SmallVector<Value> {
     Value rowMax = carried[0], rowSum = carried[1], acc = carried[2];
-    // V's next copy overlaps S = Q K[j]^T and the softmax.
-    copyKV(kernel.getV(), t.minus(j, stages - 1), vs);
+    copyKV(kernel.getK(), j, ks);
     Value s = t.dot(qOperand, ks, j);
     // The hooks first: a score_mod may map -inf to a finite score (a
     // softcap does), so the window and the sequence end are applied after
@@ -164,8 +156,7 @@ ValueRange TileProgramBuilder::buildLoop(Value lower, Value upper,
       s = t.mask(s, blk, j, windowLeft, windowRight);
     OnlineSoftmaxOp softmax =
         t.onlineSoftmax(s, rowMax, rowSum, acc, scaleLog2, dtype);
-    // K's next copy overlaps P V[j].
-    copyKV(kernel.getK(), t.minus(j, stages), ks);
+    copyKV(kernel.getV(), j, vs);
     Value newAcc =
         t.dotAccumulate(softmax.getP(), vs, j, softmax.getNewAcc());
     return {softmax.getNewRowMax(), softmax.getNewRowSum(), newAcc};
@@ -231,7 +222,7 @@ void TileProgramBuilder::build() {
   if (config.getPackGqa())
     range = t.kvSplit(range);
 
-  buildPrologue(range.end);
+  buildPrologue();
 
   // The scale is a kernel parameter; the exp2 domain folds log2(e) into it.
   // A score_mod sees scaled scores (attn.modify_scores applies the scale),

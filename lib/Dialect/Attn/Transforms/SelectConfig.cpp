@@ -3,6 +3,7 @@
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
+#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -174,10 +175,13 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
       candidate.config = ConfigAttr::get(ctx, tileM, tileN, stages, warps,
                                          qInRegs, kvWarps, decode);
 
-      // The allocator's answer on this candidate's own tile program.
+      // The allocator's answer on this candidate's own tile program, its
+      // copies pipelined as the pipeline will.
       auto clone = cast<KernelOp>(kernel->clone());
-      if (succeeded(expandAttentionToTiles(clone, candidate.config)))
+      if (succeeded(expandAttentionToTiles(clone, candidate.config))) {
+        pipelineCopies(clone);
         candidate.smemBytes = SharedMemoryPlan(clone).getTotalBytes();
+      }
       clone->erase();
 
       if (candidate.smemBytes > arch.smemPerBlock)

@@ -1,5 +1,5 @@
 // RUN: flashtile-opt %s -split-input-file -verify-diagnostics \
-// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-allocate-shared-memory{remarks=true}))'
+// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies,attn-allocate-shared-memory{remarks=true}))'
 // The seed's shared-memory arithmetic, through the real expansion and the
 // real allocator.
 

@@ -1,4 +1,4 @@
-// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-allocate-shared-memory,attn-insert-barriers))' | FileCheck %s
+// RUN: flashtile-opt %s --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers))' | FileCheck %s
 // RUN: flashtile-compile %s --emit=nvvm | FileCheck %s --check-prefix=NVVM
 
 // The decode family's tile program (#attn.config pack_gqa, kv_warps): Q is

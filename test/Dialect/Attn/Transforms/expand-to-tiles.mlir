@@ -1,5 +1,5 @@
 // RUN: flashtile-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles))' | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies))' | FileCheck %s
 
 // Causal, 1 stage, Q in shared memory: one masked loop (the diagonal and the
 // partial last tile) then one unmasked loop; Q is read from shared memory in

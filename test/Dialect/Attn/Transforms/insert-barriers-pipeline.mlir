@@ -1,5 +1,5 @@
 // RUN: flashtile-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-allocate-shared-memory,attn-insert-barriers))' | FileCheck %s
+// RUN:   --pass-pipeline='builtin.module(attn.kernel(attn-expand-to-tiles,attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers))' | FileCheck %s
 // The expansion writes no wait and no barrier; these are the ones the pass
 // places in the built-in programs: FlashAttention-2's schedule.
 

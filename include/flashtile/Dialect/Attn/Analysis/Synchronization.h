@@ -42,6 +42,24 @@
 
 namespace flashtile::attn {
 
+/// One access of an op to a shared buffer.
+struct SharedAccess {
+  mlir::Value buffer;
+  /// The tile whose slot is accessed; null: slot 0.
+  mlir::Value tile;
+  bool write = false;
+  /// A read that must see a copy of `tile` (false: any copy into the
+  /// buffer).
+  bool namesTile = false;
+  /// Every slot (the epilogue's staging and merge buffers).
+  bool whole = false;
+};
+
+/// What `op` does to shared memory, in the order it does it: the one model
+/// of the tile ops' accesses, which the race checker and the copy pipeliner
+/// share.
+llvm::SmallVector<SharedAccess> getSharedAccesses(mlir::Operation *op);
+
 /// One race of a tile program, found on some trace.
 struct SyncHazard {
   enum class Kind {

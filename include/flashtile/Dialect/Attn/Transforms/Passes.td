@@ -48,19 +48,35 @@ def AttnExpandToTiles : Pass<"attn-expand-to-tiles", "::flashtile::attn::KernelO
   let description = [{
     Replaces the kernel's `attn.attention` by the tile program of its
     `config`: shared buffers for Q, K and V (`stages` slots each) and the O
-    staging tile; the prologue copies of Q and of the first K/V tiles; Q
-    moved to registers when `q_in_regs`; the KV loops, split into masked and
-    unmasked ones by `attn.kv_bounds`; and the epilogue.
+    staging tile; Q's copy, and Q moved to registers when `q_in_regs`; the
+    KV loops, split into masked and unmasked ones by `attn.kv_bounds`; and
+    the epilogue. It is written with the public tile builder, as a user
+    would: each KV tile is copied where it is used.
 
-    The copy schedule is FlashAttention-2's, generalised to `stages` slots:
-    in step j the copy of V[j - stages + 1] overlaps S = Q K[j]^T and the
-    softmax, and the copy of K[j - stages] overlaps P V[j]. Each wait +
-    barrier pair in the loop is the one that schedule needs (the data landed
-    and every warp is done with the slot being refilled).
-
-    The barriers that buffer *reuse* needs are not emitted here; they follow
-    from the allocation and are inserted by `attn-insert-barriers`.
+    The copy schedule comes from `attn-pipeline-copies` (FlashAttention-2's,
+    generalised to `stages` slots) and every wait and barrier from
+    `attn-insert-barriers`.
   }];
+}
+
+def AttnPipelineCopies : Pass<"attn-pipeline-copies", "::flashtile::attn::KernelOp"> {
+  let summary = "Software-pipeline the KV tiles' copies of a tile program";
+  let description = [{
+    A tile program copies each KV tile where it uses it (`copy K[j]` in
+    step j). For a buffer of S slots copied at the loop index in every KV
+    loop of a chain (loops whose bounds meet), the copy is issued ahead:
+    S steps ahead, after the buffer's last read and before the next
+    shared-memory read, when such a read follows (K); else S - 1 steps
+    ahead, at the top of the step (V). The first loop's first tiles are
+    copied before the chain, in the order the first steps read them. With
+    S = 1 or 2 this is FlashAttention-2's schedule. Copies in another form
+    stay where the program put them. The syncs come after, from
+    attn-insert-barriers.
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each pipelined copy">
+  ];
 }
 
 def AttnAllocateSharedMemory

@@ -1,0 +1,323 @@
+//===- PipelineCopies.cpp - attn-pipeline-copies --------------------------===//
+//
+// A tile program copies a KV tile where it uses it: `copy K[j]` at the top
+// of step j, `copy V[j]` before P V[j]. That is correct and slow: every
+// step waits for its own copies. This pass software-pipelines such copies,
+// so that each lands while the block computes on the tiles before it.
+//
+// A buffer X with S slots, copied at the loop index in every KV loop of a
+// chain (loops whose bounds meet, run one after the other: their steps are
+// one descending sequence of tiles), is issued d steps ahead:
+//   - d = S when some shared-memory read follows X's last read in the step:
+//     the slot X[j - S] fills is X[j]'s own, so its copy goes after that
+//     last read, right before the next shared-memory read, so that the
+//     barrier that read needs also orders the copy (K: after S = Q K^T,
+//     overlapping P V);
+//   - d = S - 1 otherwise, at the top of the step: the slot X[j - S + 1]
+//     fills was read in the step before (V: overlapping Q K^T and the
+//     softmax).
+// The first loop's tiles end-1 ... end-d are copied before the chain, in the
+// order the first steps read them. The first such copy goes right after
+// the copies already issued before the chain, so it overlaps their wait;
+// the others go after the last shared-memory access before the chain, so
+// that no buffer's life grows over another's last read (the allocator reuses
+// those bytes: V in Q's). The last steps copy tiles before the range, which
+// copy_async zero-fills or reads harmlessly.
+//
+// With S = 1 and 2 this is FlashAttention-2's schedule, and the built-in
+// expansion relies on it. A copy the pass does not recognise (another
+// index, a second copy of the buffer, a read before the copy) is left
+// where the program put it. The pass only moves copies; the waits and
+// barriers, and the proof that the result is race-free, come from
+// attn-insert-barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Dialect/Attn/Analysis/Synchronization.h"
+#include "flashtile/Dialect/Attn/IR/TileBuilder.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace flashtile::attn {
+#define GEN_PASS_DEF_ATTNPIPELINECOPIES
+#include "flashtile/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace flashtile::attn
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+namespace {
+
+bool reads(Operation *op, Value buffer) {
+  return llvm::any_of(getSharedAccesses(op), [&](const SharedAccess &a) {
+    return !a.write && (!buffer || a.buffer == buffer);
+  });
+}
+bool accesses(Operation *op, Value buffer) {
+  return llvm::any_of(getSharedAccesses(op), [&](const SharedAccess &a) {
+    return a.buffer == buffer;
+  });
+}
+
+/// Whether two copies read the same tensor rows the same way (all but the
+/// tile index).
+bool sameSource(CopyAsyncOp a, CopyAsyncOp b) {
+  return a.getSrc() == b.getSrc() && a.getBatch() == b.getBatch() &&
+         a.getHead() == b.getHead() && a.getDst() == b.getDst() &&
+         a.getPages() == b.getPages() && a.getLimit() == b.getLimit() &&
+         a.getPacked() == b.getPacked();
+}
+
+/// The copy of one buffer in one loop of a chain, and where its pipelined
+/// copy goes.
+struct Step {
+  KVLoopOp loop;
+  CopyAsyncOp copy;
+  /// The op the pipelined copy goes before, when d = S.
+  Operation *afterLastRead = nullptr;
+  /// Whether a shared-memory read follows the buffer's last read.
+  bool readFollows = false;
+  /// Position of the buffer's first read in the body (for the prologue's
+  /// order).
+  unsigned firstRead = 0;
+};
+
+/// The loop's copy of `buffer` in the user's form (at the loop index,
+/// before every read of the buffer, the only write to it), or failure.
+FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like) {
+  Block &body = loop.getBody().front();
+  Value j = body.getArgument(0), buffer = like.getDst();
+  Step step{loop, nullptr};
+  Operation *lastRead = nullptr;
+  unsigned position = 0;
+  for (Operation &op : body) {
+    ++position;
+    // The bodies of maps and hooks compute on registers only.
+    bool nestedAccess = false;
+    for (Region &region : op.getRegions())
+      region.walk([&](Operation *inner) {
+        nestedAccess |= !getSharedAccesses(inner).empty();
+      });
+    if (nestedAccess)
+      return failure();
+    if (!accesses(&op, buffer))
+      continue;
+    if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
+      if (step.copy || lastRead || copy.getTile() != j ||
+          !sameSource(copy, like))
+        return failure();
+      step.copy = copy;
+      continue;
+    }
+    if (!step.copy || !reads(&op, buffer) ||
+        llvm::any_of(getSharedAccesses(&op), [&](const SharedAccess &a) {
+          return a.buffer == buffer && a.write;
+        }))
+      return failure();
+    if (!lastRead)
+      step.firstRead = position;
+    lastRead = &op;
+  }
+  if (!step.copy || !lastRead)
+    return failure();
+  step.afterLastRead = body.getTerminator();
+  for (Operation *op = lastRead->getNextNode(); op; op = op->getNextNode())
+    if (reads(op, Value())) {
+      step.afterLastRead = op;
+      step.readFollows = true;
+      break;
+    }
+  return step;
+}
+
+/// What a pipelined copy reads and writes, all but the tile.
+struct CopySource {
+  Location loc;
+  Value src, batch, head, dst, pages, limit;
+  bool packed;
+  explicit CopySource(CopyAsyncOp copy)
+      : loc(copy.getLoc()), src(copy.getSrc()), batch(copy.getBatch()),
+        head(copy.getHead()), dst(copy.getDst()), pages(copy.getPages()),
+        limit(copy.getLimit()), packed(copy.getPacked()) {}
+
+  void build(OpBuilder &b, KernelOp kernel, Value tile, int64_t back) const {
+    TileBuilder t(b, loc, kernel);
+    t.copy(src, batch, t.minus(tile, back), head, dst, pages, limit, packed);
+  }
+};
+
+/// One prologue copy: tile `end - back` of `source`.
+struct PrologueCopy {
+  int64_t back;
+  unsigned firstRead;
+  CopySource source;
+};
+
+class CopyPipeliner {
+public:
+  explicit CopyPipeliner(bool remarks) : remarks(remarks) {}
+
+  void run(KernelOp kernel) {
+    SmallVector<SmallVector<KVLoopOp>> chains;
+    for (Operation &op : kernel.getBodyBlock()) {
+      auto loop = dyn_cast<KVLoopOp>(op);
+      if (!loop)
+        continue;
+      if (!chains.empty() && chains.back().back().getLower() == loop.getUpper())
+        chains.back().push_back(loop);
+      else
+        chains.push_back({loop});
+    }
+    for (ArrayRef<KVLoopOp> chain : chains)
+      pipeline(kernel, chain);
+  }
+
+private:
+  void pipeline(KernelOp kernel, ArrayRef<KVLoopOp> chain) {
+    KVLoopOp first = chain.front();
+    Value j0 = first.getBody().front().getArgument(0);
+    SmallVector<CopyAsyncOp> candidates;
+    for (auto copy : first.getBody().front().getOps<CopyAsyncOp>())
+      if (copy.getTile() == j0)
+        candidates.push_back(copy);
+
+    SmallVector<PrologueCopy> prologue;
+    for (CopyAsyncOp like : candidates) {
+      SmallVector<Step> steps;
+      for (KVLoopOp loop : chain) {
+        FailureOr<Step> step = findStep(loop, like);
+        if (failed(step))
+          break;
+        steps.push_back(*step);
+      }
+      if (steps.size() != chain.size())
+        continue;
+      int64_t slots =
+          cast<MemRefType>(like.getDst().getType()).getDimSize(0);
+      bool ahead = llvm::any_of(steps, [](const Step &s) {
+        return s.readFollows;
+      });
+      int64_t distance = ahead ? slots : slots - 1;
+      if (remarks)
+        like.emitRemark() << "copy of " << bufferName(like) << " issued "
+                          << distance << (distance == 1 ? " step" : " steps")
+                          << " ahead, "
+                          << (ahead ? "after its last read"
+                                    : "at the top of the step");
+      if (distance > 0)
+        prologue.push_back(
+            {distance, steps.front().firstRead, CopySource(like)});
+      for (Step &step : steps)
+        moveCopy(kernel, step, distance, ahead);
+    }
+    buildPrologue(kernel, first, prologue);
+  }
+
+  static StringRef bufferName(CopyAsyncOp copy) {
+    if (auto alloc = copy.getDst().getDefiningOp<SmemAllocOp>())
+      if (StringAttr name = alloc.getNameAttr())
+        return name.getValue();
+    return "a buffer";
+  }
+
+  /// Replaces the step's copy of tile j by one of tile j - distance at its
+  /// place in the schedule.
+  void moveCopy(KernelOp kernel, Step &step, int64_t distance, bool ahead) {
+    Block &body = step.loop.getBody().front();
+    OpBuilder b(kernel.getContext());
+    if (ahead)
+      b.setInsertionPoint(step.afterLastRead);
+    else
+      b.setInsertionPointToStart(&body);
+    CopySource(step.copy).build(b, kernel, body.getArgument(0), distance);
+    step.copy.erase();
+    step.copy = nullptr;
+  }
+
+  /// The copies of the chain's first tiles, before the chain.
+  void buildPrologue(KernelOp kernel, KVLoopOp first,
+                     MutableArrayRef<PrologueCopy> prologue) {
+    if (prologue.empty())
+      return;
+    SmallVector<PrologueCopy> order;
+    int64_t deepest = 0;
+    for (const PrologueCopy &p : prologue)
+      deepest = std::max(deepest, p.back);
+    // The first steps' tiles in the order those steps read them.
+    for (int64_t back = 1; back <= deepest; ++back) {
+      SmallVector<PrologueCopy> tile;
+      for (const PrologueCopy &p : prologue)
+        if (p.back >= back)
+          tile.push_back({back, p.firstRead, p.source});
+      llvm::stable_sort(tile, [](const PrologueCopy &a,
+                                 const PrologueCopy &b) {
+        return a.firstRead < b.firstRead;
+      });
+      order.append(tile);
+    }
+
+    // Where the chain's prologue may start: after the last loop before it.
+    Operation *lastCopy = nullptr, *lastAccess = nullptr;
+    for (Operation *op = first->getPrevNode(); op; op = op->getPrevNode()) {
+      if (isa<KVLoopOp>(op))
+        break;
+      if (!lastAccess && !getSharedAccesses(op).empty())
+        lastAccess = op;
+      if (!lastCopy && isa<CopyAsyncOp>(op))
+        lastCopy = op;
+    }
+    OpBuilder b(kernel.getContext());
+    Operation *after = nullptr;
+    for (auto [index, p] : llvm::enumerate(order)) {
+      Operation *at = index == 0 ? lastCopy : lastAccess;
+      // Never above the previous prologue copy or an operand's definition.
+      if (after && (!at || at->isBeforeInBlock(after)))
+        at = after;
+      at = belowOperands(first, p.source, at);
+      if (at)
+        b.setInsertionPointAfter(at);
+      else
+        b.setInsertionPoint(first);
+      p.source.build(b, kernel, first.getUpper(), p.back);
+      after = &*std::prev(b.getInsertionPoint());
+    }
+  }
+
+private:
+  bool remarks;
+
+  /// `at`, or the latest definition in the kernel's block of an operand the
+  /// prologue copy of `source` needs, whichever comes later (null: the top).
+  static Operation *belowOperands(KVLoopOp first, const CopySource &source,
+                                  Operation *at) {
+    SmallVector<Value> operands = {first.getUpper(), source.src,
+                                   source.batch,    source.head,
+                                   source.dst,      source.pages,
+                                   source.limit};
+    Block *block = first->getBlock();
+    for (Value v : operands) {
+      Operation *def = v ? v.getDefiningOp() : nullptr;
+      if (!def)
+        continue;
+      def = block->findAncestorOpInBlock(*def);
+      if (def && (!at || at->isBeforeInBlock(def)))
+        at = def;
+    }
+    return at;
+  }
+};
+
+struct AttnPipelineCopiesPass
+    : public attn::impl::AttnPipelineCopiesBase<AttnPipelineCopiesPass> {
+  using Base::Base;
+  void runOnOperation() override { pipelineCopies(getOperation(), remarks); }
+};
+
+} // namespace
+
+void attn::pipelineCopies(KernelOp kernel, bool remarks) {
+  CopyPipeliner(remarks).run(kernel);
+}
