@@ -49,14 +49,13 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     TileBuilder::Block blk = t.blockContext();
     TileBuilder::TileRange range = t.kvBounds(blk, tileM, tileN, -1, right);
     t.copy(kernel.getQ(), blk.batch, blk.mBlock, blk.head, qs);
-    t.copy(kernel.getK(), blk.batch, t.minus(range.end, 1), blk.kvHead, ks);
     Value qf = t.load(qs);
     Value scale = t.softmaxScale();
 
     auto step = [&](bool masked) {
       return [&, masked](Value j, ValueRange c) -> llvm::SmallVector<Value> {
         Value acc = c[0], count = c[1];
-        t.copy(kernel.getV(), blk.batch, j, blk.kvHead, vs);
+        t.copy(kernel.getK(), blk.batch, j, blk.kvHead, ks);
         Value s = t.dot(qf, ks, j);
         if (masked) {
           s = t.mask(s, blk, j, -1, right);
@@ -78,7 +77,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
         Value p = t.map({s, scale}, [](llvm::ArrayRef<Expr> x, Expr, Expr) {
           return max(x[0] * x[1], 0.0f);
         });
-        t.copy(kernel.getK(), blk.batch, t.minus(j, 1), blk.kvHead, ks);
+        t.copy(kernel.getV(), blk.batch, j, blk.kvHead, vs);
         return {t.dotAccumulate(t.convert(p, dtype), vs, j, acc), count};
       };
     };

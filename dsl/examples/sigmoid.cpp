@@ -46,7 +46,6 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     TileBuilder::Block blk = t.blockContext();
     TileBuilder::TileRange range = t.kvBounds(blk, tileM, tileN, -1, right);
     t.copy(kernel.getQ(), blk.batch, blk.mBlock, blk.head, qs);
-    t.copy(kernel.getK(), blk.batch, t.minus(range.end, 1), blk.kvHead, ks);
     Value qf = t.load(qs);
     Value scale = t.softmaxScale();
     Value acc = t.splat({tileM, dv}, t.builder().getF32Type(), 0.0f);
@@ -54,7 +53,9 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
     auto step = [&](bool masked) {
       return [&, masked](Value j,
                          ValueRange carried) -> llvm::SmallVector<Value> {
-        t.copy(kernel.getV(), blk.batch, j, blk.kvHead, vs);
+        // Each tile is copied where it is used: the compiler issues the
+        // copies ahead (attn-pipeline-copies) and places every sync.
+        t.copy(kernel.getK(), blk.batch, j, blk.kvHead, ks);
         Value s = t.dot(qf, ks, j);
         if (masked)
           s = t.mask(s, blk, j, -1, right);
@@ -64,7 +65,7 @@ static TileKernelSpec makeSpec(const flashtile::examples::Flags &flags) {
             t.map({s, scale}, [&](llvm::ArrayRef<Expr> x, Expr row, Expr col) {
               return 0.5f + 0.5f * tanh(x[0] * (0.5f * x[1]) + 0.5f * bias);
             });
-        t.copy(kernel.getK(), blk.batch, t.minus(j, 1), blk.kvHead, ks);
+        t.copy(kernel.getV(), blk.batch, j, blk.kvHead, vs);
         return {t.dotAccumulate(t.convert(p, dtype), vs, j, carried[0])};
       };
     };

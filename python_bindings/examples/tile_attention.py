@@ -35,12 +35,11 @@ def sigmoid_attention(causal):
         blk = t.block_context()
         r = t.kv_bounds(blk, window=(-1, right))
         t.copy(t.q, blk, blk.m_block, qs)
-        t.copy(t.k, blk, t.minus(r.end, 1), ks)
         qf = t.load(qs)
         scale = t.softmax_scale()
 
         def step(j, acc, masked):
-            t.copy(t.v, blk, j, vs)
+            t.copy(t.k, blk, j, ks)
             s = t.dot(qf, ks, j)
             if masked:
                 s = t.mask(s, blk, j, window=(-1, right))
@@ -48,7 +47,7 @@ def sigmoid_attention(causal):
             # the scale and the bias: one FMA, one tanh, one FMA per score.
             p = t.map([s, scale], lambda x, c, row, col:
                       0.5 + 0.5 * flashtile.tanh(x * (0.5 * c) + 0.5 * bias))
-            t.copy(t.k, blk, t.minus(j, 1), ks)
+            t.copy(t.v, blk, j, vs)
             return [t.dot_accumulate(t.convert(p), vs, j, acc)]
 
         acc = t.splat([t.tile_m, t.head_dim_v], 0.0)
@@ -76,7 +75,6 @@ def differential_attention(causal):
         blk = t.block_context()
         r = t.kv_bounds(blk, window=(-1, right))
         t.copy(t.q, blk, blk.m_block, qs)
-        t.copy(t.k, blk, t.minus(r.end, 1), ks)
         scale = t.softmax_scale(1.0 / math.sqrt(half))
 
         def softmax_step(s, m, l, acc, j):
@@ -94,13 +92,13 @@ def differential_attention(causal):
             return m_new, l_new, t.dot_accumulate(t.convert(p), vs, j, acc)
 
         def step(j, m1, l1, a1, m2, l2, a2, masked):
-            t.copy(t.v, blk, j, vs)
+            t.copy(t.k, blk, j, ks)
             s1 = t.dot(qs, ks, j, head_range=(0, half))
             s2 = t.dot(qs, ks, j, head_range=(half, d))
             if masked:
                 s1 = t.mask(s1, blk, j, window=(-1, right))
                 s2 = t.mask(s2, blk, j, window=(-1, right))
-            t.copy(t.k, blk, t.minus(j, 1), ks)
+            t.copy(t.v, blk, j, vs)
             return [*softmax_step(s1, m1, l1, a1, j),
                     *softmax_step(s2, m2, l2, a2, j)]
 
@@ -134,13 +132,12 @@ def relu_attention(causal):
         blk = t.block_context()
         r = t.kv_bounds(blk, window=(-1, right))
         t.copy(t.q, blk, blk.m_block, qs)
-        t.copy(t.k, blk, t.minus(r.end, 1), ks)
         qf = t.load(qs)
         scale = t.softmax_scale()
         tile_n = float(t.tile_n)
 
         def step(j, acc, count, masked):
-            t.copy(t.v, blk, j, vs)
+            t.copy(t.k, blk, j, ks)
             s = t.dot(qf, ks, j)
             if masked:
                 s = t.mask(s, blk, j, window=(-1, right))
@@ -152,7 +149,7 @@ def relu_attention(causal):
                 count = t.map([count], lambda a, row: a + tile_n)
             p = t.map([s, scale], lambda x, c, row, col:
                       flashtile.maximum(x * c, 0.0))
-            t.copy(t.k, blk, t.minus(j, 1), ks)
+            t.copy(t.v, blk, j, vs)
             return [t.dot_accumulate(t.convert(p), vs, j, acc), count]
 
         state = [t.splat([t.tile_m, t.head_dim_v], 0.0), t.splat([t.tile_m], 0.0)]

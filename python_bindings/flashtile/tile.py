@@ -12,18 +12,17 @@
         blk = t.block_context()
         r = t.kv_bounds(blk)
         t.copy(t.q, blk, blk.m_block, qs)
-        t.copy(t.k, blk, t.minus(r.end, 1), ks)
         qf = t.load(qs)
         scale = t.softmax_scale()
 
         def step(j, acc, masked):
-            t.copy(t.v, blk, j, vs)
+            t.copy(t.k, blk, j, ks)
             s = t.dot(qf, ks, j)
             if masked:
                 s = t.mask(s, blk, j)
             p = t.map([s, scale], lambda x, c, row, col:
                       0.5 + 0.5 * flashtile.tanh(x * (0.5 * c) + 0.5 * bias))
-            t.copy(t.k, blk, t.minus(j, 1), ks)
+            t.copy(t.v, blk, j, vs)
             return [t.dot_accumulate(t.convert(p), vs, j, acc)]
 
         acc = t.splat([t.tile_m, t.head_dim_v], 0.0)
@@ -34,10 +33,12 @@
     kernel = tile.compile(sigmoid_attention, head_dim=128, dtype="bf16")
     kernel.runtime_kernel()(q, k, v, o=o, lse=lse, bias=-8.0)
 
-The program states buffers, copies, loops and math. The compiler owns the
-thread layouts, the shared-memory offsets (the chip's limit, errors naming
-the program's buffers) and every wait and barrier (attn-insert-barriers
-places them and proves each needed). A map body is a hook-like function of
+The program states buffers, copies, loops and math; it copies each tile
+where it uses it. The compiler owns the thread layouts, the copy pipeline
+(attn-pipeline-copies issues each KV copy ahead of its use), the
+shared-memory offsets (the chip's limit, errors naming the program's
+buffers) and every wait and barrier (attn-insert-barriers places them and
+proves each needed). A map body is a hook-like function of
 the operands' elements, then the row and the column: numbers are
 constants, captured flashtile.scalar values are run-time arguments passed
 by name at each call, captured float32 / int32 tensors are table reads.
