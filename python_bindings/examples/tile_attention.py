@@ -1,6 +1,7 @@
 """Sigmoid, differential and ReLU attention written in the tile language
 from Python: the twins of dsl/examples/sigmoid.cpp, differential.cpp and
-relu_attention.cpp, traced by flashtile.tile.
+relu.cpp, traced by flashtile.tile; and sigmoid attention with hooks inside
+the tile program (a distance bias and a band mask).
 
     python3 tile_attention.py OUT_DIR [--isa sm_90]
 
@@ -21,6 +22,9 @@ from flashtile import tile
 # Run-time kernel arguments, passed by name at each call.
 bias = flashtile.scalar(0.0, name="bias")
 lam = flashtile.scalar(0.8, name="lam")
+slope = flashtile.scalar(0.01, name="slope")
+# The band of sigmoid_hooked_attention: keys within BAND positions.
+BAND = 256
 
 
 def sigmoid_attention(causal):
@@ -163,6 +167,53 @@ def relu_attention(causal):
     return program
 
 
+def sigmoid_hooked_attention(causal):
+    """Sigmoid attention whose scores go through hooks inside the tile
+    program, as flashtile.compile takes them: a score_mod adds
+    -slope * |q_idx - kv_idx| to the scaled score, and a mask_mod keeps the
+    keys within BAND positions of the query."""
+    right = 0 if causal else -1
+
+    def distance_bias(score, b, h, q_idx, kv_idx):
+        return score - slope * flashtile.to_float(
+            flashtile.where(q_idx > kv_idx, q_idx - kv_idx, kv_idx - q_idx))
+
+    def band(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx < BAND) & (kv_idx - q_idx < BAND)
+
+    def program(t):
+        qs = t.buffer("Q", 1, t.tile_m, t.head_dim)
+        ks = t.buffer("K", 1, t.tile_n, t.head_dim)
+        vs = t.buffer("V", 1, t.tile_n, t.head_dim_v)
+        os_ = t.buffer("O", 1, t.tile_m, t.head_dim_v)
+        blk = t.block_context()
+        r = t.kv_bounds(blk, window=(-1, right))
+        t.copy(t.q, blk, blk.m_block, qs)
+        qf = t.load(qs)
+        scale = t.softmax_scale()
+
+        def step(j, acc, masked):
+            t.copy(t.k, blk, j, ks)
+            s = t.dot(qf, ks, j)
+            # Scaled and biased; -inf outside the band.
+            s = t.modify_scores(s, blk, j, scale, score_mod=distance_bias,
+                                mask_mod=band)
+            if masked:
+                s = t.mask(s, blk, j, window=(-1, right))
+            p = t.map([s], lambda x, row, col:
+                      0.5 + 0.5 * flashtile.tanh(0.5 * x + 0.5 * bias))
+            t.copy(t.v, blk, j, vs)
+            return [t.dot_accumulate(t.convert(p), vs, j, acc)]
+
+        acc = t.splat([t.tile_m, t.head_dim_v], 0.0)
+        acc, = t.loop(r.unmasked_end, r.end, [acc],
+                      lambda j, a: step(j, a, True), masked=True)
+        acc, = t.loop(r.unmasked_begin, r.unmasked_end, [acc],
+                      lambda j, a: step(j, a, False))
+        t.store(acc, os_, blk)
+    return program
+
+
 # name -> (program factory, the config it is written for)
 EXAMPLES = {
     "sigmoid": (sigmoid_attention, dict(tile_m=128, tile_n=128, warps=8,
@@ -171,6 +222,8 @@ EXAMPLES = {
                                                   warps=8, q_in_regs=False)),
     "relu": (relu_attention, dict(tile_m=128, tile_n=128, warps=8,
                                   q_in_regs=True)),
+    "sigmoid_hooked": (sigmoid_hooked_attention,
+                       dict(tile_m=128, tile_n=128, warps=8, q_in_regs=True)),
 }
 
 

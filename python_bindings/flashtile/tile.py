@@ -46,6 +46,7 @@ Errors raise FlashTileError at the user's line.
 """
 
 import collections
+import re
 
 from . import FlashTileError
 from . import hooks as _hooks
@@ -289,6 +290,58 @@ class TileProgram:
         self._lines += [self._indent + "  " + line for line in body]
         self._lines.append(self._indent + "}" + self._loc())
         return result
+
+    def modify_scores(self, s, blk, tile, scale, score_mod=None,
+                      mask_mod=None):
+        """The hooks on the scores of KV tile `tile`, as flashtile.compile
+        takes them: `score_mod(score, b, h, q_idx, kv_idx)` sees the scaled
+        score (then the result is scaled; without it the scores stay
+        unscaled), and the scores where `mask_mod(b, h, q_idx, kv_idx)` is
+        false become -inf. Captured flashtile.scalar values and tensors are
+        run-time arguments, as in hooks."""
+        if score_mod is None and mask_mod is None:
+            raise FlashTileError("modify_scores needs a score_mod or a "
+                                 "mask_mod")
+        regions = []
+        if score_mod is not None:
+            regions.append(("score_mod", self._isolated(_hooks._trace(
+                self._kernel, score_mod,
+                [("score", _F32), ("b", "index"), ("h", "index"),
+                 ("q_idx", "index"), ("kv_idx", "index")], _F32,
+                "score_mod", None))))
+        if mask_mod is not None:
+            regions.append(("mask_mod", self._isolated(_hooks._trace(
+                self._kernel, mask_mod,
+                [("b", "index"), ("h", "index"), ("q_idx", "index"),
+                 ("kv_idx", "index")], "i1", "mask_mod", None))))
+        out = Frag(self._name(), s.shape, _F32)
+        self._lines.append(
+            f"{self._indent}{out.name} = attn.modify_scores {s.name}, "
+            f"{blk.m_block.name}, {tile.name}, {blk.batch.name}, "
+            f"{blk.head.name}, {blk.seqlen_q.name}, {blk.seqlen_k.name}, "
+            f"{scale.name} : {s.type}")
+        for keyword, body in regions:
+            self._lines.append(f"{self._indent}  {keyword} {{")
+            self._lines += [self._indent + "  " + line for line in body]
+            self._lines.append(self._indent + "  }")
+        self._lines[-1] += self._loc()
+        return out
+
+    def _isolated(self, body):
+        """A traced hook body that reads the kernel's arguments through
+        attn.kernel_arg (the op holding it is isolated from above)."""
+        reads = []
+        for i, arg in enumerate(self._kernel.args):
+            used = re.compile(re.escape(arg.arg) + r"(?![\w.$])")
+            if not any(used.search(line) for line in body[1:]):
+                continue
+            local = f"%ka{i}"
+            body = body[:1] + [used.sub(local, line) for line in body[1:]]
+            type_ = (arg.memref_type() if isinstance(arg, _hooks._TensorArg)
+                     else arg.type)
+            # attn.kernel_arg counts the extra arguments only.
+            reads.append(f"  {local} = attn.kernel_arg {i} : {type_}")
+        return body[:1] + reads + body[1:]
 
     def reduce_rows(self, frag, kind):
         """The max or the sum ("max", "sum") of each row."""

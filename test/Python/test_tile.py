@@ -62,6 +62,17 @@ class TraceTest(unittest.TestCase):
         self.assertNotIn("attn.online_softmax", text)
         self.assertEqual([e[0] for e in extras], ["lam"])
 
+    def test_hooks_inside_a_tile_program(self):
+        text, extras = tile.program_ir(
+            tile_attention.sigmoid_hooked_attention(True), 128, "bf16",
+            name="hooked")
+        self.assertEqual(text.count("attn.modify_scores"), 2)
+        # The hook region is isolated: captured values are kernel_args.
+        self.assertIn("attn.kernel_arg 0 : f32", text)
+        self.assertIn("score_mod {", text)
+        self.assertIn("mask_mod {", text)
+        self.assertEqual([e[0] for e in extras], ["slope", "bias"])
+
     def test_traced_programs_compile(self):
         for name, (factory, config) in tile_attention.EXAMPLES.items():
             for causal in (False, True):
@@ -89,6 +100,23 @@ class ErrorTest(unittest.TestCase):
     def trace(self, program, **kwargs):
         return tile.program_ir(program, 64, "bf16", tile_m=64, tile_n=32,
                                warps=4, **kwargs)
+
+    def test_modify_scores_needs_a_hook(self):
+        def program(t):
+            blk = t.block_context()
+            s = t.splat([64, 32], 0.0)
+            t.modify_scores(s, blk, blk.m_block, t.softmax_scale())
+        with self.assertRaisesRegex(FlashTileError, "score_mod or a mask_mod"):
+            self.trace(program)
+
+    def test_hook_type_error_at_users_line(self):
+        def program(t):
+            blk = t.block_context()
+            s = t.splat([64, 32], 0.0)
+            t.modify_scores(s, blk, blk.m_block, t.softmax_scale(),
+                            mask_mod=lambda b, h, q_idx, kv_idx: q_idx)
+        with self.assertRaisesRegex(FlashTileError, "must return a condition"):
+            self.trace(program)
 
     def test_map_needs_a_fragment(self):
         def program(t):

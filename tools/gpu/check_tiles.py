@@ -82,7 +82,21 @@ def sigmoid_reference(q, k, v, scale, bias, causal):
     return (p @ vd).transpose(1, 2)
 
 
+def sigmoid_hooked_reference(q, k, v, scale, bias, causal, slope, band):
+    """sigmoid_reference with the hooks of tile_attention's
+    sigmoid_hooked_attention: -slope * |q_idx - kv_idx| added to the scaled
+    score, and only keys within `band` positions of the query."""
+    qd, kd, vd = _float64_heads(q, k, v)
+    Sq, Sk = q.shape[2], k.shape[2]
+    dist = (torch.arange(Sq, device=q.device).view(Sq, 1) -
+            torch.arange(Sk, device=q.device).view(1, Sk)).abs().double()
+    p = torch.sigmoid(qd @ kd.transpose(-1, -2) * scale - slope * dist + bias)
+    p = p * (_keep(q, k, causal) & (dist < band)).double()
+    return (p @ vd).transpose(1, 2)
+
+
 LAMBDA = 0.8
+SLOPE, BAND = 0.01, 256  # tile_attention.sigmoid_hooked_attention's
 
 
 def differential_reference(q, k, v, causal, lam):
@@ -127,6 +141,13 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid
         kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
                lse=lse, bias=bias)
         ref = sigmoid_reference(q, k, v, scale, bias, causal)
+    elif example == "sigmoid_hooked":
+        bias = -math.log(Sk)
+        scale = 1.0 / math.sqrt(d)
+        kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
+               lse=lse, bias=bias, slope=SLOPE)
+        ref = sigmoid_hooked_reference(q, k, v, scale, bias, causal, SLOPE,
+                                       BAND)
     elif example == "relu":
         kernel(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), o=o,
                lse=lse)
@@ -147,6 +168,8 @@ def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid
 
 
 EXAMPLES = ("sigmoid", "differential", "relu")
+# Written only in Python (hooks inside a tile program).
+PY_EXAMPLES = EXAMPLES + ("sigmoid_hooked",)
 
 
 def run_checks(kernels_dir, quick=False):
@@ -163,8 +186,9 @@ def run_checks(kernels_dir, quick=False):
     print(f"{'kernel':30} {'shape':24} {'O err':>9} {'empty':>6}  result")
     dtypes = ("bf16",) if quick else ("bf16", "f16")
     causals = (1,) if quick else (0, 1)
-    cases = [(p, e, t, c) for p in ("var", "pytile") for e in EXAMPLES
-             for t in dtypes for c in causals]
+    cases = [(p, e, t, c)
+             for p, examples in (("var", EXAMPLES), ("pytile", PY_EXAMPLES))
+             for e in examples for t in dtypes for c in causals]
     for prefix, example, dtype, c in cases:
         name = f"{prefix}_{example}_{dtype}_c{c}"
         path = os.path.join(kernels_dir, name + ".plan.json")
