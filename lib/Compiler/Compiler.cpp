@@ -1,6 +1,7 @@
 //===- Compiler.cpp - The compile API: kernel to artifacts ----------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "flashtile/Compiler/Input.h"
 #include "Reports.h"
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
@@ -442,7 +443,7 @@ flashtile::compileSource(MLIRContext &ctx, StringRef source,
       llvm::MemoryBuffer::getMemBufferCopy(source, bufferName), llvm::SMLoc());
   llvm::raw_string_ostream os(diagnostics);
   SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, os);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  OwningOpRef<ModuleOp> module = parseInput(ctx, sourceMgr);
   if (!module)
     return failure();
   return compile(*module, options);

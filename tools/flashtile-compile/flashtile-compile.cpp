@@ -17,16 +17,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "flashtile/Compiler/Input.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+
+#include <cstdio>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace flashtile;
@@ -176,11 +178,16 @@ static bool specFlagsGiven() {
 }
 
 /// The module to compile: parsed from the input file, or built from flags.
+/// Where diagnostics about the command line point.
+static Location flagsLocation(MLIRContext &ctx) {
+  return FileLineColLoc::get(&ctx, "<flashtile-compile flags>", 0, 0);
+}
+
 static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
                                        llvm::SourceMgr &sourceMgr) {
   if (!inputFile.empty()) {
     if (specFlagsGiven()) {
-      emitError(UnknownLoc::get(&ctx))
+      emitError(flagsLocation(ctx))
           << "--arch/--dtype/--head-dim/--head-dim-v/--causal/--window/"
              "--paged-kv/--kernel-name "
              "describe the built-in kernel and cannot be combined with an "
@@ -189,17 +196,17 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
     }
     std::string message;
     std::unique_ptr<llvm::MemoryBuffer> buffer =
-        openInputFile(inputFile, &message);
+        readInputFile(inputFile, message);
     if (!buffer) {
-      emitError(UnknownLoc::get(&ctx))
+      emitError(FileLineColLoc::get(&ctx, inputFile, 0, 0))
           << "cannot read '" << inputFile << "': " << message;
       return nullptr;
     }
     sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
-    return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+    return parseInput(ctx, sourceMgr);
   }
 
-  Location loc = FileLineColLoc::get(&ctx, "<flashtile-compile flags>", 0, 0);
+  Location loc = flagsLocation(ctx);
   if (headDim == 0) {
     emitError(loc) << "give an .mlir file, or --head-dim=N (with --arch, "
                       "--dtype, ...) for the built-in FlashAttention forward";
@@ -254,7 +261,7 @@ static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
         {"--tile-n", tileN}, {"--stages", stages}, {"--warps", warps},
         {"--kv-warps", kvWarps}})
     if (value < 0)
-      return emitError(UnknownLoc::get(&ctx))
+      return emitError(flagsLocation(ctx))
              << flag << " must be positive (or 0 to let config selection "
              << "choose), got " << value;
   auto pin = [](int64_t value) {
@@ -267,13 +274,13 @@ static FailureOr<ConfigOverrides> readOverrides(MLIRContext &ctx) {
   pins.kvWarps = pin(kvWarps);
   std::optional<ConfigFamily> parsed = parseConfigFamily(family);
   if (!parsed)
-    return emitError(UnknownLoc::get(&ctx))
+    return emitError(flagsLocation(ctx))
            << "--family must be prefill or decode, got '" << family << "'";
   pins.family = *parsed;
   if (qInRegs == "true" || qInRegs == "false")
     pins.qInRegs = qInRegs == "true";
   else if (!qInRegs.empty())
-    return emitError(UnknownLoc::get(&ctx))
+    return emitError(flagsLocation(ctx))
            << "--q-in-regs must be true or false, got '" << qInRegs << "'";
   return pins;
 }
@@ -332,6 +339,35 @@ static SmallVector<OutputFile> outputsOf(const CompiledKernel &k) {
   llvm_unreachable("--emit=configs does not compile");
 }
 
+/// LLVM's option parser, with every message it has for bad options in
+/// `errors`: it words them "flashtile-compile: message" and writes some to
+/// stderr itself, so stderr is captured while it runs. The caller reports
+/// them as error diagnostics like every other.
+static bool parseOptions(int argc, char **argv, const char *overview,
+                         std::string &errors) {
+  llvm::raw_string_ostream os(errors);
+  llvm::errs().flush();
+  std::fflush(stderr);
+  std::FILE *capture = std::tmpfile();
+  int saved = capture ? ::dup(2) : -1;
+  if (saved >= 0)
+    ::dup2(::fileno(capture), 2);
+  bool parsed = cl::ParseCommandLineOptions(argc, argv, overview, &os);
+  if (saved >= 0) {
+    llvm::errs().flush();
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::rewind(capture);
+    char chunk[4096];
+    while (size_t n = std::fread(chunk, 1, sizeof(chunk), capture))
+      errors.append(chunk, n);
+  }
+  if (capture)
+    std::fclose(capture);
+  return parsed;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   // The chip names come from the target table, which is initialised by now.
@@ -339,14 +375,16 @@ int main(int argc, char **argv) {
       "Target chip: " + knownArchNames() + " (default sm_120)";
   archName.setDescription(archHelp);
   cl::HideUnrelatedOptions({&specCat, &configCat, &outputCat});
-  cl::ParseCommandLineOptions(
+  std::string optionErrors;
+  bool optionsParsed = parseOptions(
       argc, argv,
       "FlashTile: compiles FlashAttention-style kernels for NVIDIA GPUs.\n\n"
       "  flashtile-compile --arch=sm_120 --dtype=f16 --head-dim=128 "
       "[--causal] --emit=plan\n"
       "  flashtile-compile kernel.mlir --emit=plan --format=json\n"
       "  flashtile-compile --head-dim=128 --emit=cubin -o k.cubin "
-      "--launch-plan k.plan.json --report\n");
+      "--launch-plan k.plan.json --report\n",
+      optionErrors);
 
   MLIRContext ctx;
   // Diagnostics name the problem; a dump of the whole kernel buries it.
@@ -354,7 +392,21 @@ int main(int argc, char **argv) {
   registerCompilerDialects(ctx);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &ctx);
-  Location flagsLoc = FileLineColLoc::get(&ctx, "<flashtile-compile flags>", 0, 0);
+  Location flagsLoc = flagsLocation(ctx);
+  if (!optionsParsed) {
+    SmallVector<StringRef> lines;
+    StringRef(optionErrors).trim().split(lines, '\n', -1, false);
+    auto strip = [](StringRef line) {
+      line.consume_front("flashtile-compile: ");
+      return line.trim();
+    };
+    InFlightDiagnostic diag = emitError(flagsLoc);
+    diag << (lines.empty() ? StringRef("invalid command line")
+                           : strip(lines.front()));
+    for (size_t i = 1; i < lines.size(); ++i)
+      diag.attachNote() << strip(lines[i]);
+    return 1;
+  }
 
   if ((!launchPlanFile.empty() || report) && emit != Emit::Cubin) {
     emitError(flagsLoc) << "--launch-plan and --report need --emit=cubin";

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Dialect/Attn/Analysis/Synchronization.h"
+#include "flashtile/Dialect/Attn/Analysis/TileProgramInvariants.h"
 #include "flashtile/Conversion/AttnToNVVM/AttnToNVVM.h"
 #include "flashtile/Conversion/Passes.h"
 
@@ -65,9 +66,11 @@ static LogicalResult checkLowerable(KernelOp kernel) {
            << "must be an allocated tile program: run attn-select-config, "
               "attn-expand-to-tiles, attn-allocate-shared-memory and "
               "attn-insert-barriers first";
-  // A race is a wrong answer that no test may catch: the program must be
-  // proven race-free (attn-insert-barriers makes it so).
-  if (failed(verifySynchronization(kernel)))
+  // The program agrees with its own config and allocation; then a race is
+  // a wrong answer that no test may catch: the program must be proven
+  // race-free (attn-insert-barriers makes it so).
+  if (failed(verifyTileProgramInvariants(kernel)) ||
+      failed(verifySynchronization(kernel)))
     return failure();
   // The verifier holds kernels to the head-dim rule; the lowering relies on
   // it (whole 16-byte chunks; buffers padded to whole swizzle groups).

@@ -308,11 +308,21 @@ float AttentionOp::getScale() {
       cast<MemRefType>(getQ().getType()).getDimSize(3));
 }
 
+/// The attn.yield ending `block`; null when the block is empty or ends in
+/// another op (the verifiers report that instead of asking
+/// Block::getTerminator, which requires a terminator).
+static YieldOp getYield(Block &block) {
+  return block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
+}
+
 /// Checks a hook region's signature: `argTypes` in, one `resultType` out.
 static LogicalResult verifyHook(Operation *op, Region &region, StringRef name,
                                 TypeRange argTypes, Type resultType) {
   if (region.empty())
     return success();
+  if (!region.hasOneBlock())
+    return op->emitOpError() << name << " region must have one block, it has "
+                             << region.getBlocks().size();
   Block &block = region.front();
   if (block.getArgumentTypes() != argTypes) {
     std::string expected, got;
@@ -322,7 +332,7 @@ static LogicalResult verifyHook(Operation *op, Region &region, StringRef name,
     return op->emitOpError() << name << " region must take (" << expected
                              << "), got (" << got << ")";
   }
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  YieldOp yield = getYield(block);
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != resultType)
     return op->emitOpError()
@@ -434,7 +444,7 @@ LogicalResult KeyRangeOp::verify() {
   if (block.getArgumentTypes() != TypeRange{index, index, index})
     return emitOpError() << "region must take (index, index, index): batch, "
                             "head, q_idx";
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  YieldOp yield = getYield(block);
   if (!yield || yield.getValues().size() != 2 ||
       !yield.getValues()[0].getType().isIndex() ||
       !yield.getValues()[1].getType().isIndex())
@@ -670,8 +680,8 @@ LogicalResult KVLoopOp::verify() {
     return emitOpError() << "body must take (index, " << inits << ")";
   if (getResultTypes() != inits)
     return emitOpError() << "results must match iter_args";
-  auto yield = cast<YieldOp>(body.getTerminator());
-  if (yield.getValues().getTypes() != inits)
+  YieldOp yield = getYield(body);
+  if (!yield || yield.getValues().getTypes() != inits)
     return emitOpError() << "body must yield " << inits;
   return success();
 }
@@ -804,7 +814,7 @@ LogicalResult MapOp::verify() {
       return emitOpError() << "body argument " << getNumOperands() + c
                            << " (the " << (c == 0 ? "row" : "column")
                            << ") must be index";
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  YieldOp yield = getYield(body);
   if (!yield || yield.getValues().size() != 1 ||
       !yield.getValues()[0].getType().isF32())
     return emitOpError() << "body must yield one f32";

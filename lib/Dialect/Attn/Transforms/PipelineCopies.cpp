@@ -33,10 +33,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 #include "flashtile/Dialect/Attn/Analysis/Synchronization.h"
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
-#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -195,11 +195,9 @@ private:
       }
       if (steps.size() != chain.size())
         continue;
-      int64_t slots =
-          cast<MemRefType>(like.getDst().getType()).getDimSize(0);
-      bool ahead = llvm::any_of(steps, [](const Step &s) {
-        return s.readFollows;
-      });
+      int64_t slots = cast<MemRefType>(like.getDst().getType()).getDimSize(0);
+      bool ahead =
+          llvm::any_of(steps, [](const Step &s) { return s.readFollows; });
       int64_t distance = ahead ? slots : slots - 1;
       if (remarks)
         like.emitRemark() << "copy of " << bufferName(like) << " issued "
@@ -252,8 +250,7 @@ private:
       for (const PrologueCopy &p : prologue)
         if (p.back >= back)
           tile.push_back({back, p.firstRead, p.source});
-      llvm::stable_sort(tile, [](const PrologueCopy &a,
-                                 const PrologueCopy &b) {
+      llvm::stable_sort(tile, [](const PrologueCopy &a, const PrologueCopy &b) {
         return a.firstRead < b.firstRead;
       });
       order.append(tile);
@@ -293,9 +290,8 @@ private:
   /// prologue copy of `source` needs, whichever comes later (null: the top).
   static Operation *belowOperands(KVLoopOp first, const CopySource &source,
                                   Operation *at) {
-    SmallVector<Value> operands = {first.getUpper(), source.src,
-                                   source.batch,    source.head,
-                                   source.dst,      source.pages,
+    SmallVector<Value> operands = {first.getUpper(), source.src, source.batch,
+                                   source.head,      source.dst, source.pages,
                                    source.limit};
     Block *block = first->getBlock();
     for (Value v : operands) {

@@ -1,4 +1,5 @@
-//===- PipelineCopies.h - Software pipelining of KV copies -------*- C++ -*-===//
+//===- PipelineCopies.h - Software pipelining of KV copies -------*- C++
+//-*-===//
 
 #ifndef FLASHTILE_DIALECT_ATTN_TRANSFORMS_PIPELINECOPIES_H
 #define FLASHTILE_DIALECT_ATTN_TRANSFORMS_PIPELINECOPIES_H
