@@ -394,14 +394,14 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
              << "a tile program (an attn.kernel with no attn.attention) "
                 "must state its config(#attn.config<...>): its buffers and "
                 "fragments are sized for it";
-    const ConfigOverrides &pins = options.pins;
-    if (pins.tileM || pins.tileN || pins.stages || pins.warps ||
-        pins.qInRegs || pins.kvWarps || pins.family != ConfigFamily::Prefill)
-      return kernel.emitError()
-             << "config options do not apply to a tile program: its config "
-                "is the one it states, "
-             << Attribute(kernel.getConfigAttr());
   }
+  // A stated config is the kernel's; a pin would be silently dropped (or
+  // contradict it), so none is taken.
+  if (ConfigAttr stated = kernel.getConfigAttr(); stated && options.pins.any())
+    return kernel.emitError()
+           << "config options do not apply to a kernel that states its "
+              "config: it is the one it states, "
+           << Attribute(stated) << "; drop the options or the config";
   if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
     return failure();
   if (options.isa) {

@@ -86,8 +86,8 @@ static size_t findTooDeep(llvm::StringRef text) {
   return llvm::StringRef::npos;
 }
 
-OwningOpRef<ModuleOp> flashtile::parseInput(MLIRContext &ctx,
-                                            llvm::SourceMgr &sourceMgr) {
+LogicalResult flashtile::checkInputBounds(MLIRContext &ctx,
+                                          llvm::SourceMgr &sourceMgr) {
   const llvm::MemoryBuffer *buffer =
       sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
   llvm::StringRef text = buffer->getBuffer();
@@ -100,13 +100,20 @@ OwningOpRef<ModuleOp> flashtile::parseInput(MLIRContext &ctx,
     emitError(locationOf(0))
         << "the input has " << text.size()
         << " bytes, more than the compiler's limit of " << kMaxInputBytes;
-    return nullptr;
+    return failure();
   }
   if (size_t at = findTooDeep(text); at != llvm::StringRef::npos) {
     emitError(locationOf(at))
         << "brackets nest more than " << kMaxInputNesting
         << " deep here; the compiler refuses deeper input";
-    return nullptr;
+    return failure();
   }
+  return success();
+}
+
+OwningOpRef<ModuleOp> flashtile::parseInput(MLIRContext &ctx,
+                                            llvm::SourceMgr &sourceMgr) {
+  if (failed(checkInputBounds(ctx, sourceMgr)))
+    return nullptr;
   return parseSourceFile<ModuleOp>(sourceMgr, &ctx);
 }

@@ -109,6 +109,7 @@ constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr int kDeviceAttributeMultiprocessorCount = 16;
 constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
+constexpr int kDeviceAttributeMaxSharedMemoryPerBlockOptin = 97;
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -1281,6 +1282,20 @@ KernelFamily::getFunctions(void *context, bool isPrimary, int device,
                    kernel.cubin),
             error))
       return nullptr;
+    // The device's opt-in limit is the most a block may ask for; a plan
+    // over it (a configuration for a larger chip) is refused by name.
+    if (kernel.dynamicSmemBytes > kStaticSmemLimit) {
+      std::optional<int> optin = getDeviceAttribute(
+          *drv, device, kDeviceAttributeMaxSharedMemoryPerBlockOptin, error);
+      if (!optin)
+        return nullptr;
+      if (kernel.dynamicSmemBytes > *optin) {
+        error = concat(kernel.symbol, " needs ", kernel.dynamicSmemBytes,
+                       " bytes of dynamic shared memory per block, but device ",
+                       device, " allows at most ", *optin, " (its opt-in limit)");
+        return nullptr;
+      }
+    }
     if (kernel.dynamicSmemBytes > kStaticSmemLimit &&
         !drv->check(drv->cuFuncSetAttribute(
                         function, kFuncAttributeMaxDynamicSharedSizeBytes,

@@ -15,7 +15,7 @@ import os
 def attention_plan(name="attn_fwd", cubin=None, dtype="bf16", head_dim=64,
                    head_dim_v=None, tile_m=64, block=None,
                    dynamic_smem_bytes=0, isa="sm_90", causal=False,
-                   window=(-1, -1), softmax_scale=None):
+                   window=(-1, -1), softmax_scale=None, arch=None):
     dv = head_dim if head_dim_v is None else head_dim_v
     scale = 1.0 / math.sqrt(head_dim) if softmax_scale is None else softmax_scale
 
@@ -40,7 +40,7 @@ def attention_plan(name="attn_fwd", cubin=None, dtype="bf16", head_dim=64,
                 "from": {"scalar": "softmax_scale"}}]
     return {
         "format": "flashtile-launch-plan", "version": 2, "name": name,
-        "arch": isa, "isa": isa, "code_path": "sm80",
+        "arch": arch or isa, "isa": isa, "code_path": "sm80",
         "arguments": [
             tensor("q", "input", dtype, ["batch", "seqlen_q", "heads_q", head_dim], 16, True, 8),
             tensor("k", "input", dtype, ["batch", "seqlen_k", "heads_kv", head_dim], 16, True, 8),

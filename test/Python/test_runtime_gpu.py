@@ -110,14 +110,17 @@ def _find_nvrtc():
 
 def build_naive_kernel(out_dir, name, dtype="bf16", head_dim=64,
                        head_dim_v=None, causal=False, window=(-1, -1),
-                       tile_m=64, dynamic_smem_bytes=64 * 1024):
-    """Writes NAME.plan.json + NAME.cubin for the reference kernel above;
-    raises unittest.SkipTest without NVRTC."""
+                       tile_m=64, dynamic_smem_bytes=64 * 1024, isa=None,
+                       arch=None):
+    """Writes NAME.plan.json + NAME.cubin for the reference kernel above,
+    assembled for `isa` (default: this GPU's) and planned for `arch`
+    (default: the ISA); raises unittest.SkipTest without NVRTC."""
     head_dim_v = head_dim if head_dim_v is None else head_dim_v
     nvrtc = _find_nvrtc()
     if nvrtc is None:
         raise unittest.SkipTest("NVRTC not found")
     capability = torch.cuda.get_device_capability()
+    isa = isa or f"sm_{capability[0]}{capability[1]}"
     wl, wr = window
     if causal:
         wr = 0 if wr < 0 else min(wr, 0)
@@ -134,7 +137,7 @@ def build_naive_kernel(out_dir, name, dtype="bf16", head_dim=64,
     check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), source.encode(),
                                    f"{name}.cu".encode(), 0, None, None),
           "nvrtcCreateProgram")
-    opts = [f"--gpu-architecture=sm_{capability[0]}{capability[1]}".encode()]
+    opts = [f"--gpu-architecture={isa}".encode()]
     opts_arr = (ctypes.c_char_p * len(opts))(*opts)
     if nvrtc.nvrtcCompileProgram(prog, len(opts), opts_arr) != 0:
         size = ctypes.c_size_t()
@@ -150,8 +153,7 @@ def build_naive_kernel(out_dir, name, dtype="bf16", head_dim=64,
     plan = attention_plan(
         name=name, dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v,
         tile_m=tile_m, dynamic_smem_bytes=dynamic_smem_bytes,
-        isa=f"sm_{capability[0]}{capability[1]}", causal=causal,
-        window=window)
+        isa=isa, arch=arch, causal=causal, window=window)
     return write_plan(out_dir, plan, cubin.raw[:size.value])
 
 
@@ -300,6 +302,43 @@ class GpuTest(unittest.TestCase):
         with self.assertRaisesRegex(FlashTileError,
                                     "^k has dtype f16, but garbage takes bf16$"):
             kernel(q, q.half(), q)
+
+    def test_refuses_a_cubin_for_another_chip(self):
+        # An SM120 cubin cannot run on an older GPU: the runtime says which
+        # ISA the cubin has and which the device.
+        major, minor = torch.cuda.get_device_capability()
+        if (major, minor) >= (12, 0):
+            self.skipTest("the GPU runs sm_120 cubins")
+        kernel = self.naive("sm120_cubin", isa="sm_120", arch="sm_120")
+        q = torch.randn(1, 16, 2, 64, device="cuda").to(torch.bfloat16)
+        with self.assertRaisesRegex(
+                FlashTileError,
+                r"cuModuleLoadData\(sm120_cubin\.cubin\) failed: .*; the "
+                r"cubin is for sm_120 but device 0 has compute capability "
+                rf"{major}\.{minor} \(sm_{major}{minor}\)$"):
+            kernel(q, q, q)
+
+    def test_refuses_smem_over_the_opt_in_limit(self):
+        # A plan asking for more dynamic shared memory than the device's
+        # opt-in limit is refused with both numbers, before any launch.
+        kernel = self.naive("big_smem", dynamic_smem_bytes=1 << 20)
+        q = torch.randn(1, 16, 2, 64, device="cuda").to(torch.bfloat16)
+        with self.assertRaisesRegex(
+                FlashTileError,
+                r"^big_smem needs 1048576 bytes of dynamic shared memory per "
+                r"block, but device 0 allows at most \d+ \(its opt-in "
+                r"limit\)$"):
+            kernel(q, q, q)
+
+    def test_runs_an_sm120_configuration_assembled_for_this_gpu(self):
+        # The SM120 configuration (arch sm_120) assembled for this GPU's ISA
+        # is how SM120 kernels are tested; the runtime must not refuse it.
+        major, minor = torch.cuda.get_device_capability()
+        kernel = self.naive("sm120_config", arch="sm_120",
+                            dynamic_smem_bytes=99 * 1024)
+        self.assertEqual((kernel.plan["arch"], kernel.plan["isa"]),
+                         ("sm_120", f"sm_{major}{minor}"))
+        self.run_case(kernel, 1, 2, 1, 17, 33)
 
     def test_run_check_program(self):
         program = os.environ.get("FLASHTILE_RUN_CHECK")

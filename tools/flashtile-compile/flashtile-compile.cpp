@@ -26,8 +26,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <cstdio>
+#include <optional>
 #include <unistd.h>
 
 using namespace mlir;
@@ -159,6 +161,13 @@ static cl::opt<bool> spillFallback(
              "spills, try the next-ranked candidates and keep the first that "
              "does not spill (default: on)"),
     cl::init(true), cl::cat(configCat));
+/// More threads than any machine this runs on has cores.
+constexpr unsigned kMaxCompileThreads = 1024;
+static cl::opt<unsigned> threads(
+    "compile-threads",
+    cl::desc("Threads the compiler's passes may use (0: one per core; 1: "
+             "none besides the main one). The output does not depend on it"),
+    cl::init(0), cl::cat(outputCat));
 static cl::opt<bool> report(
     "report",
     cl::desc("With --emit=cubin: print the resource report (smem plan, "
@@ -386,7 +395,13 @@ int main(int argc, char **argv) {
       "--launch-plan k.plan.json --report\n",
       optionErrors);
 
-  MLIRContext ctx;
+  // The pool outlives the context that uses it.
+  std::optional<llvm::DefaultThreadPool> threadPool;
+  MLIRContext ctx(MLIRContext::Threading::DISABLED);
+  if (threads != 1 && threads <= kMaxCompileThreads) {
+    threadPool.emplace(llvm::hardware_concurrency(threads));
+    ctx.setThreadPool(*threadPool);
+  }
   // Diagnostics name the problem; a dump of the whole kernel buries it.
   ctx.printOpOnDiagnostic(false);
   registerCompilerDialects(ctx);
@@ -408,6 +423,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (threads > kMaxCompileThreads) {
+    emitError(flagsLoc) << "--compile-threads=" << threads.getValue() << " is more than "
+                        << kMaxCompileThreads;
+    return 1;
+  }
   if ((!launchPlanFile.empty() || report) && emit != Emit::Cubin) {
     emitError(flagsLoc) << "--launch-plan and --report need --emit=cubin";
     return 1;
@@ -461,9 +481,17 @@ int main(int argc, char **argv) {
   // Each kernel is compiled on its own; the outputs are concatenated (one
   // kernel per cubin).
   if (kernels.size() != 1 && emit != Emit::Plan && emit != Emit::Mlir) {
-    emitError(module->getLoc())
+    // Located at the second kernel; the note names every kernel's chip, as
+    // one PTX or cubin cannot hold code for two.
+    InFlightDiagnostic diag =
+        (kernels.size() > 1 ? emitError(kernels[1].getLoc())
+                            : emitError(module->getLoc()))
         << "--emit=" << (emit == Emit::Cubin ? "cubin" : "nvvm|llvm|ptx")
         << " takes one attn.kernel, the input has " << kernels.size();
+    for (KernelOp kernel : kernels)
+      diag.attachNote(kernel.getLoc())
+          << "@" << kernel.getSymName() << " for "
+          << kernel.getArch().getInfo().name;
     return 1;
   }
   std::vector<CompiledKernel> compiled;

@@ -9,7 +9,7 @@ Runs with the runtime-only package (no compiler here): every kernel comes
 from the cache prebuilt on the build machine
 (FLASHTILE_CACHE_DIR=.gpu/cache, tools/gpu/py_kernels.json).
 
-    python3 tools/gpu/check_python.py [--check-only]
+    python3 tools/gpu/check_python.py [--check-only] [--only PART...]
 """
 
 import argparse
@@ -758,18 +758,21 @@ def run_bench():
 
 def main():
     ap = argparse.ArgumentParser()
+    parts = {"hooks": run_checks, "sinks": run_sinks, "decode": run_decode,
+             "varlen": run_varlen, "torch": run_torch_integration,
+             "transformers": run_transformers}
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--only", nargs="+", choices=list(parts),
+                    help="run these checks (e.g. under compute-sanitizer)")
     args = ap.parse_args()
     print(f"flashtile {flashtile.__version__} from {flashtile.__file__} on "
           f"{torch.cuda.get_device_name()}, "
           f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
-    ok = run_checks()
-    ok = run_sinks() and ok
-    ok = run_decode() and ok
-    ok = run_varlen() and ok
-    ok = run_torch_integration() and ok
-    ok = run_transformers() and ok
-    if not args.check_only:
+    ok = True
+    for name, run in parts.items():
+        if not args.only or name in args.only:
+            ok = run() and ok
+    if not args.check_only and not args.only:
         run_bench()
     return 0 if ok else 1
 

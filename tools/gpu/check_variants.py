@@ -2,6 +2,7 @@
 """GPU check and benchmark of the variant examples (dsl/examples).
 
     python3 tools/gpu/check_variants.py --kernels DIR [--check-only|--bench-only]
+        [--only EXAMPLE...] [--sanitize]
 
 DIR holds the plans tools/gpu/build_kernels.sh writes for the examples:
 var_<example>_<dtype>_c<0|1>.plan.json (c1: causal) and the plain kernels
@@ -202,13 +203,15 @@ def check_case(kernel, dtype, causal, example, B, Hq, Hkv, Sq, Sk, seed):
     return ok, o_err, lse_err, int(empty.sum().item())
 
 
-def run_checks(kernels_dir):
+def run_checks(kernels_dir, sanitize=False):
     shapes = [  # B, Hq, Hkv, Sq, Sk
         (2, 4, 4, 257, 257),
         (1, 8, 2, 131, 379),   # GQA, Sq < Sk
         (2, 6, 1, 300, 177),   # MQA, Sq > Sk
         (1, 4, 2, 1000, 1000),
     ]
+    if sanitize:  # small, odd and GQA, for compute-sanitizer
+        shapes = [(1, 4, 2, 1, 1000), (2, 6, 1, 17, 17), (1, 4, 2, 1000, 17)]
     total = passed = 0
     print(f"{'kernel':34} {'shape':26} {'O err':>9} {'LSE err':>9} {'empty':>6}  result")
     for example, (_, _, _, causals) in EXAMPLES.items():
@@ -452,18 +455,23 @@ def main():
     ap.add_argument("--kernels", required=True)
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--bench-only", action="store_true")
-    ap.add_argument("--only", help="check one example (e.g. under compute-sanitizer)")
+    ap.add_argument("--only", nargs="+",
+                    help="check these examples (e.g. under compute-sanitizer)")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="three small shapes (Sq or Sk of 1, 17 and 1000, "
+                    "GQA), for compute-sanitizer")
     args = ap.parse_args()
     if args.only:
-        if args.only not in EXAMPLES:
-            print(f"check_variants: no example '{args.only}'", file=sys.stderr)
+        unknown = [o for o in args.only if o not in EXAMPLES]
+        if unknown:
+            print(f"check_variants: no example '{unknown[0]}'", file=sys.stderr)
             return 2
         for name in list(EXAMPLES):
-            if name != args.only:
+            if name not in args.only:
                 del EXAMPLES[name]
     ok = True
     if not args.bench_only:
-        ok = run_checks(args.kernels)
+        ok = run_checks(args.kernels, args.sanitize)
     if not args.check_only:
         try:
             ok = run_bench(args.kernels) and ok

@@ -10,7 +10,8 @@
 #   3. flashtile-run-check (C++) over every plan: float64 CPU reference
 #   4. check_fwd.py (Python): the kernel matrix against float64 torch
 #   5. launch overhead: FlashTile's Python call vs torch SDPA, tiny shapes
-#   6. SASS counts, compute-sanitizer memcheck + racecheck on 2 kernels
+#   6. SASS counts; compute-sanitizer memcheck, racecheck, synccheck and
+#      initcheck over every shipped family (sanitize)
 #   7. a short benchmark against torch's SDPA backends
 #   8. the variant examples: check_variants.py (correctness against float64
 #      PyTorch twins, then speed next to the plain kernel, Flex and FA2)
@@ -22,7 +23,9 @@
 #      of the same K/V bytes)
 #  11. tiles: check_tiles.py (the tile-language examples against float64
 #      eager twins, then speed next to the plain kernel and SDPA), and
-#      compute-sanitizer memcheck, racecheck and synccheck on one of them
+#      compute-sanitizer's four tools on one of them
+#  12. reliability: check_reliability.py (a 500-shape random sweep against
+#      float64, edge-case numerics, bit-identical outputs run to run)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -145,33 +148,55 @@ stage sass INFO "$(awk '$5 != "LDL=0" || $6 != "STL=0"' "$out/sass.txt" | wc -l)
 fi
 
 if want sanitize; then
+# compute-sanitizer's four tools over every shipped family: prefill
+# configurations (sm_120 and sm_90, windows, Q in shared memory, V in Q's
+# bytes, d = 256 and 192/128), decode with and without KV splits, paged
+# decode, the variant examples (hooks, the document mask's two kernels),
+# flashtile.decode/varlen from Python; small cases with lengths 1, 17 and
+# 1000 and GQA. Each line of sanitize.txt is one run and its summary.
 : > "$out/sanitize.txt"
 sanitize_status=0
-for k in sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50 \
-         decode_bf16_d128_causal decode_f16_d128_window100_50; do
-  [ -e "$kernels/$k.plan.json" ] || { echo "== $k: no plan" >> "$out/sanitize.txt"; continue; }
-  for tool in memcheck racecheck; do
-    timeout 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$run_check" --quick "$kernels/$k.plan.json" > "$out/sanitize.log" 2>&1
-    status=$?
-    [ $status -ne 0 ] && sanitize_status=1
-    { echo "== $k $tool: exit $status"; grep -E "SUMMARY|PASS|FAIL" "$out/sanitize.log"; } \
-      >> "$out/sanitize.txt"
-  done
-done
-# The document mask's two kernels (block mask, then attention through its
-# workspace), from Python, under memcheck.
-if [ -e "$kernels/var_document_mask_bf16_c1.plan.json" ]; then
-  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    python3 "$root/tools/gpu/check_variants.py" --kernels "$kernels" \
-    --check-only --only document_mask > "$out/sanitize.log" 2>&1
-  status=$?
+san_plans=(sm120cfg_bf16_d128_causal sm120cfg_f16_d64_window100_50
+       sm120cfg_bf16_d128_window256_0 sm120cfg_bf16_d256_128x64_qreuse
+       sm120cfg_f16_d128_128x128_smemq sm120cfg_f16_d64_64x64_w4_st2_smemq
+       sm120cfg_bf16_d192v128_causal sm120cfg_f16_d48_full sm90_bf16_d128_causal
+       decode_bf16_d128_causal decode_f16_d128_window100_50
+       decode_bf16_d256_causal paged/decode_bf16_d128_causal)
+# run_sanitized TOOL LABEL COMMAND...: one compute-sanitizer run.
+run_sanitized() {
+  local tool=$1 label=$2; shift 2
+  local t0=$(date +%s)
+  timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" \
+    > "$out/sanitize.log" 2>&1
+  local status=$?
   [ $status -ne 0 ] && sanitize_status=1
-  { echo "== document_mask (Python, 8 cases) memcheck: exit $status";
-    grep -E "ERROR SUMMARY|cases passed" "$out/sanitize.log"; } >> "$out/sanitize.txt"
-fi
+  { echo "== $label $tool: exit $status, $(( $(date +%s) - t0 )) s";
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|cases passed|cases over|FAIL" "$out/sanitize.log" | head -5; } \
+    >> "$out/sanitize.txt"
+  [ $status -ne 0 ] && cp "$out/sanitize.log" "$out/sanitize-$tool-${label//[^a-z0-9]/_}.log"
+}
+for tool in memcheck racecheck synccheck initcheck; do
+  run_sanitized $tool "forward plans (${#san_plans[@]})" \
+    python3 "$root/tools/gpu/check_reliability.py" --kernels "$kernels" \
+    --parts sanitize --only "${san_plans[@]}"
+  run_sanitized $tool "variant examples" \
+    python3 "$root/tools/gpu/check_variants.py" --kernels "$kernels" \
+    --check-only --sanitize --only softcap alibi document_mask chunked gqa
+  run_sanitized $tool "flashtile.decode + varlen" \
+    env FLASHTILE_CACHE_DIR="$root/.gpu/cache" python3 "$root/tools/gpu/check_python.py" --check-only --only decode varlen
+done
 rm -f "$out/sanitize.log"
 stage compute-sanitizer "$(verdict $sanitize_status)" "$(grep -c 'exit 0' "$out/sanitize.txt") of $(grep -c '^== .*: exit' "$out/sanitize.txt") runs clean (sanitize.txt)"
+fi
+
+# The reliability checks: a 500-shape random sweep against float64 (fixed
+# seed; layouts, GQA, every head dim, dtype and mask), numerics at the
+# edges, and bit-identical outputs run to run (split-KV included).
+if want reliability; then
+timeout 400 python3 "$root/tools/gpu/check_reliability.py" --kernels "$kernels" \
+  > "$out/reliability.txt" 2>&1
+status=$?
+stage reliability "$(verdict $status)" "$(grep -E '^sweep:' "$out/reliability.txt" | cut -c8-); $(grep -cE '^PASS' "$out/reliability.txt") edge checks passed; $(grep -E '^determinism:' "$out/reliability.txt" | cut -c14-) (reliability.txt)"
 fi
 
 # 7. A short benchmark: bf16 d = 128 at S = 4096.
@@ -216,7 +241,7 @@ stage tiles "$(verdict $status)" "$(grep -E 'cases passed' "$out/tiles.txt" | ta
 # whose user wrote none.
 tiles_status=0
 : > "$out/tiles-sanitize.txt"
-for tool in memcheck racecheck synccheck; do
+for tool in memcheck racecheck synccheck initcheck; do
   timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 \
     python3 "$root/tools/gpu/check_tiles.py" --kernels "$kernels" --quick \
     > "$out/sanitize.log" 2>&1
@@ -226,7 +251,7 @@ for tool in memcheck racecheck synccheck; do
     >> "$out/tiles-sanitize.txt"
 done
 rm -f "$out/sanitize.log"
-stage tiles-sanitize "$(verdict $tiles_status)" "$(grep -c 'exit 0' "$out/tiles-sanitize.txt") of 3 runs clean (tiles-sanitize.txt)"
+stage tiles-sanitize "$(verdict $tiles_status)" "$(grep -c 'exit 0' "$out/tiles-sanitize.txt") of 4 runs clean (tiles-sanitize.txt)"
 fi
 
 if want python; then

@@ -1,11 +1,10 @@
-//===- Input.h - Reading and parsing a kernel's text, within bounds -*- C++
-//-*-===//
+//===- Input.h - Reading a kernel's text, within bounds ---------*- C++ -*-===//
 //
 // Every client reads IR through here (the driver's files and standard
-// input, the compile API's strings, the Python binding's), so that the
-// bounds below hold for all of them: an input from /dev/zero or a file of
-// twenty thousand nested brackets gets an error instead of exhausting
-// memory or the parser's stack.
+// input, the compile API's strings, the Python binding's, flashtile-opt's
+// input), so that the bounds below hold for all of them: an input from
+// /dev/zero or a file of twenty thousand nested brackets gets an error
+// instead of exhausting memory or the parser's stack.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +32,13 @@ constexpr unsigned kMaxInputNesting = 256;
 std::unique_ptr<llvm::MemoryBuffer> readInputFile(llvm::StringRef path,
                                                   std::string &error);
 
-/// Parses the main buffer of `sourceMgr` into a module after checking its
-/// size and nesting; every problem is a diagnostic on `ctx` with the
+/// Checks the size and bracket nesting of the main buffer of `sourceMgr`;
+/// a problem is an error diagnostic on `ctx` located in the buffer.
+mlir::LogicalResult checkInputBounds(mlir::MLIRContext &ctx,
+                                     llvm::SourceMgr &sourceMgr);
+
+/// Parses the main buffer of `sourceMgr` into a module after
+/// checkInputBounds; every problem is a diagnostic on `ctx` with the
 /// buffer's location.
 mlir::OwningOpRef<mlir::ModuleOp> parseInput(mlir::MLIRContext &ctx,
                                              llvm::SourceMgr &sourceMgr);

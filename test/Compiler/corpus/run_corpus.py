@@ -14,10 +14,13 @@ Prints one line per case and "N passed, N failed"; exits 1 on any failure.
 """
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
 
+# A located error: "FILE:LINE:COL: error: ..." at the start of a line.
+LOCATED_ERROR = re.compile(r"^[^\s:][^:]*:\d+:\d+: error: ", re.MULTILINE)
 CRASH_MARKS = ("Stack dump", "LLVM ERROR", "Assertion", "PLEASE submit",
                "Segmentation fault", "terminate called", "UNREACHABLE")
 
@@ -40,8 +43,8 @@ def run_case(path, compile_tool):
         for mark in CRASH_MARKS:
             if mark in err or mark in out:
                 return f"crash marker '{mark}' in the output: {err[-400:]}"
-        if "error:" not in err:
-            return f"no 'error:' diagnostic; stderr: {err[-400:]}"
+        if not LOCATED_ERROR.search(err):
+            return f"no located 'FILE:LINE:COL: error:' diagnostic; stderr: {err[-400:]}"
         for text in expects:
             if text not in err:
                 return f"expected '{text}' in: {err[-400:]}"

@@ -222,6 +222,46 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
   return success();
 }
 
+/// A kernel tensor lives in global memory and takes its sizes and strides
+/// at run time: the launch plan binds them from the caller's tensors, so a
+/// static size or stride in the type would be ignored. Only the head dim
+/// (the last dimension of Q, K, V, O) and its unit stride are static.
+static LogicalResult verifyRunTimeShape(KernelOp kernel, StringRef name,
+                                        MemRefType type, bool isLse) {
+  if (Attribute space = type.getMemorySpace())
+    if (!isa<IntegerAttr>(space) || cast<IntegerAttr>(space).getInt() != 0)
+      return kernel.emitOpError()
+             << name << " must be in global memory (memory space 0), got "
+             << type;
+  int64_t dynamicDims = isLse ? type.getRank() : type.getRank() - 1;
+  for (int64_t d = 0; d < dynamicDims; ++d)
+    if (!type.isDynamicDim(d))
+      return kernel.emitOpError()
+             << name << " dimension " << d << " is " << type.getDimSize(d)
+             << "; sizes other than the head dim are run-time values: write "
+                "? (got "
+             << type << ")";
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return kernel.emitOpError() << name << " has a layout FlashTile cannot "
+                                   "read: "
+                                << type;
+  if (offset != 0 && !ShapedType::isDynamic(offset))
+    return kernel.emitOpError()
+           << name << " has a static offset " << offset
+           << "; the caller's pointer carries the offset (got " << type << ")";
+  if (!type.getLayout().isIdentity())
+    for (int64_t d = 0; d + 1 < type.getRank(); ++d)
+      if (!ShapedType::isDynamic(strides[d]))
+        return kernel.emitOpError()
+               << name << " stride " << d << " is " << strides[d]
+               << "; strides other than the last are run-time values: write "
+                  "? (got "
+               << type << ")";
+  return success();
+}
+
 LogicalResult KernelOp::verify() {
   if (std::optional<std::string> why = explainInvalidKernelName(getSymName()))
     return emitOpError() << "name '" << getSymName()
@@ -248,6 +288,8 @@ LogicalResult KernelOp::verify() {
                            << " must have a contiguous last dimension "
                               "(stride 1), got "
                            << type;
+    if (failed(verifyRunTimeShape(*this, names[i], type, i == 4)))
+      return failure();
     types.push_back(type);
   }
 
@@ -275,6 +317,25 @@ LogicalResult KernelOp::verify() {
   if (types[3].getDimSize(3) != headDimV)
     return emitOpError() << "O has head_dim " << types[3].getDimSize(3)
                          << " but V has " << headDimV;
+  // Kernel level (an attn.attention) or tile level (none), never both: the
+  // plan and the expansion describe one attention and nothing else.
+  AttentionOp attention;
+  for (Operation &op : body) {
+    auto current = dyn_cast<AttentionOp>(op);
+    if (current && attention)
+      return current.emitOpError()
+             << "is the kernel's second attn.attention; a kernel computes "
+                "one attention";
+    if (current)
+      attention = current;
+  }
+  if (attention)
+    for (Operation &op : body)
+      if (!isa<AttentionOp>(op))
+        return op.emitOpError()
+               << "cannot sit next to an attn.attention: a kernel-level "
+                  "kernel holds only its attention (tile-level ops come "
+                  "from its expansion, or make a tile program without one)";
   if (ProblemAttr problem = getProblemAttr())
     if (int64_t table = problem.getPageTable(); table != -1) {
       auto extras = getExtraArgs();

@@ -52,13 +52,15 @@ attn.kernel @load_from_alloca arch(#attn.arch<sm_120>) {
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
+// A value a hook could capture from the kernel's body: at kernel level the
+// body holds only the attention, so the constant is refused first.
 attn.kernel @outside_value arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{'arith.constant' op cannot sit next to an attn.attention}}
   %c = arith.constant 2.0 : f32
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
   score_mod {
   ^bb0(%s: f32, %b: index, %h: index, %i: index, %j: index):
-    // expected-error @below {{'arith.mulf' op uses a value defined outside the score_mod hook}}
     %x = arith.mulf %s, %c : f32
     attn.yield %x : f32
   }

@@ -101,6 +101,11 @@ struct ConfigOverrides {
   std::optional<bool> qInRegs;
   ConfigFamily family = ConfigFamily::Prefill;
   std::optional<int64_t> kvWarps;
+  /// Whether any parameter is pinned (the family counts when not prefill).
+  bool any() const {
+    return tileM || tileN || stages || warps || qInRegs || kvWarps ||
+           family != ConfigFamily::Prefill;
+  }
   /// Whether every parameter of the family is pinned.
   bool isFullyPinned() const {
     return tileM && tileN && stages && warps && qInRegs &&

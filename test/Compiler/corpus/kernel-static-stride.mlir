@@ -1,0 +1,7 @@
+!t = memref<?x?x?x64xf16, strided<[?, 4096, ?, 1]>>
+!u = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @k arch(#attn.arch<sm_120>) {
+^bb0(%q: !u, %k: !t, %v: !u, %o: !u, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !u, !t, !u -> !u, !lse
+}

@@ -1,0 +1,7 @@
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @k arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %buf = attn.smem_alloc {name = "X"} : memref<1x64x64xf16, 3>
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
