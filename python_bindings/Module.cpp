@@ -18,6 +18,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -78,22 +80,57 @@ std::string typeName(py::handle obj) {
   return py::str(py::type::handle_of(obj).attr("__name__"));
 }
 
-std::vector<int64_t> toInts(py::handle sequence) {
+/// A Python int as int64; `what` names it in the error (a FlashTileError:
+/// a value that does not fit, or not an int, is the caller's mistake).
+int64_t toInt64(PyObject *value, const std::function<std::string()> &what) {
+  if (!PyLong_Check(value) || PyBool_Check(value)) {
+    PyObject *index = PyNumber_Index(value);
+    if (!index || PyBool_Check(value)) {
+      PyErr_Clear();
+      Py_XDECREF(index);
+      raise(what() + " must be an int, got " + typeName(value));
+    }
+    py::object owned = py::reinterpret_steal<py::object>(index);
+    return toInt64(owned.ptr(), what);
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow)
+    raise(what() + " = " + std::string(py::str(value)) +
+          " does not fit in 64 bits");
+  if (v == -1 && PyErr_Occurred())
+    throw py::error_already_set();
+  return v;
+}
+
+/// The ints of a tensor's shape or strides (`what`: "q shape").
+std::vector<int64_t> toInts(py::handle sequence, const std::string &what) {
   std::vector<int64_t> values;
+  auto element = [&](size_t i) {
+    return [&what, i] { return what + "[" + std::to_string(i) + "]"; };
+  };
   // torch.Size and stride() are tuples: read them without iterator objects.
   if (PyTuple_Check(sequence.ptr())) {
     Py_ssize_t n = PyTuple_GET_SIZE(sequence.ptr());
     values.reserve(n);
     for (Py_ssize_t i = 0; i < n; ++i) {
-      long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sequence.ptr(), i));
-      if (v == -1 && PyErr_Occurred())
-        throw py::error_already_set();
-      values.push_back(v);
+      PyObject *item = PyTuple_GET_ITEM(sequence.ptr(), i);
+      if (PyLong_CheckExact(item)) {
+        long long v = PyLong_AsLongLong(item);
+        if (!(v == -1 && PyErr_Occurred())) {
+          values.push_back(v);
+          continue;
+        }
+        PyErr_Clear();
+      }
+      values.push_back(toInt64(item, element(i)));
     }
     return values;
   }
+  if (!PySequence_Check(sequence.ptr()))
+    raise(what + " must be a sequence of ints, got " + typeName(sequence));
   for (py::handle item : sequence)
-    values.push_back(item.cast<int64_t>());
+    values.push_back(toInt64(item.ptr(), element(values.size())));
   return values;
 }
 
@@ -128,6 +165,15 @@ py::object getAttr(py::handle obj, const py::object &name) {
   return py::reinterpret_steal<py::object>(result);
 }
 
+/// A device ordinal from Python, as an int (-1: the CPU).
+int toDeviceIndex(const std::string &name, py::handle index) {
+  int64_t v = toInt64(index.ptr(), [&] { return name + "'s device index"; });
+  if (v < -1 || v > std::numeric_limits<int>::max())
+    raise(name + "'s device index " + std::to_string(v) +
+          " is not a device ordinal");
+  return static_cast<int>(v);
+}
+
 /// A tensor-like object as a TensorArg: data_ptr(), shape, stride(), dtype
 /// and device (a torch.device, or an int ordinal).
 TensorArg toTensor(const std::string &name, py::handle obj) {
@@ -140,7 +186,7 @@ TensorArg toTensor(const std::string &name, py::handle obj) {
     py::object index = method();
     if (!PyLong_Check(index.ptr()))
       raise(name + ".get_device() did not return an int");
-    t.device = index.cast<int>();
+    t.device = toDeviceIndex(name, index);
     if (t.device < 0)
       raise(name + " is on " + std::string(py::str(obj.attr("device"))) +
             ", expected a CUDA tensor");
@@ -152,20 +198,30 @@ TensorArg toTensor(const std::string &name, py::handle obj) {
             typeName(obj));
     py::object device = getAttr(obj, names.device);
     if (PyLong_Check(device.ptr())) {
-      t.device = device.cast<int>();
+      t.device = toDeviceIndex(name, device);
     } else {
       std::string type = py::str(device.attr("type"));
       if (type != "cuda")
         raise(name + " is on " + std::string(py::str(device)) +
               ", expected a CUDA tensor");
       py::object index = device.attr("index");
-      t.device = index.is_none() ? 0 : index.cast<int>();
+      t.device = index.is_none() ? 0 : toDeviceIndex(name, index);
     }
   }
-  t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(
-      callMethod(obj, names.dataPtr).cast<uint64_t>()));
-  t.sizes = toInts(getAttr(obj, names.shape));
-  t.strides = toInts(callMethod(obj, names.stride));
+  py::object dataPtr = callMethod(obj, names.dataPtr);
+  int overflow = 0;
+  unsigned long long address =
+      PyLong_Check(dataPtr.ptr()) && !PyBool_Check(dataPtr.ptr())
+          ? PyLong_AsUnsignedLongLong(dataPtr.ptr())
+          : (overflow = 1, 0);
+  if (overflow || PyErr_Occurred()) {
+    PyErr_Clear();
+    raise(name + ".data_ptr() = " + std::string(py::str(dataPtr)) +
+          " is not an address (an int in [0, 2^64))");
+  }
+  t.data = reinterpret_cast<void *>(static_cast<uintptr_t>(address));
+  t.sizes = toInts(getAttr(obj, names.shape), name + " shape");
+  t.strides = toInts(callMethod(obj, names.stride), name + " stride()");
   t.dtype = toDType(name, getAttr(obj, names.dtype));
   return t;
 }
@@ -475,8 +531,13 @@ PYBIND11_MODULE(_runtime, m) {
           "[(name, shape, dtype)] of the outputs for the given inputs.")
       .def(
           "pack_params",
-          [](const KernelFamily &f, size_t kernel, const py::tuple &args,
+          [](const KernelFamily &f, int64_t kernel, const py::tuple &args,
              const py::dict &kwargs, const std::vector<uint64_t> &workspaces) {
+            if (kernel < 0 ||
+                static_cast<uint64_t>(kernel) >= f.getPlan().kernels.size())
+              raise("kernel index " + std::to_string(kernel) +
+                    " is out of range (" +
+                    std::to_string(f.getPlan().kernels.size()) + " kernels)");
             std::vector<ArgValue> values =
                 bindValues(f.getPlan(), args, kwargs);
             std::string error;

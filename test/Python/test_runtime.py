@@ -285,6 +285,39 @@ class CheckTest(TempDirTest):
         q.strides = (2 * 5 * 64, 64, 5 * 64, 1)
         self.kernel.check(q, k, v, o, lse)
 
+    def test_values_that_do_not_fit(self):
+        # Shapes, strides, pointers and device indices come from Python
+        # objects: out-of-range or non-int values are FlashTileErrors that
+        # name the tensor, never OverflowError or TypeError.
+        q, k, v, o, lse = qkv()
+        q.shape = (1, 2**64, 2, 64)
+        self.assertEqual(self.error(q, k, v, o, lse),
+                         "q shape[1] = 18446744073709551616 does not fit in "
+                         "64 bits")
+        q, k, v, o, lse = qkv()
+        k.strides = (448, 64, "64", 1)
+        self.assertEqual(self.error(q, k, v, o, lse),
+                         "k stride()[2] must be an int, got str")
+        q, k, v, o, lse = qkv()
+        v.shape = 7
+        self.assertEqual(self.error(q, k, v, o, lse),
+                         "v shape must be a sequence of ints, got int")
+        q, k, v, o, lse = qkv()
+        v.ptr = -16
+        self.assertEqual(self.error(q, k, v, o, lse),
+                         "v.data_ptr() = -16 is not an address (an int in "
+                         "[0, 2^64))")
+        q, k, v, o, lse = qkv()
+        o.device = 2**40
+        self.assertEqual(self.error(q, k, v, o, lse),
+                         "o's device index 1099511627776 is not a device "
+                         "ordinal")
+        q, k, v, o, lse = qkv()
+        with self.assertRaisesRegex(FlashTileError,
+                                    r"^kernel index -1 is out of range \(1 "
+                                    r"kernels\)$"):
+            self.kernel.pack_params(-1, q, k, v, o, lse)
+
     def test_overlaps(self):
         q, k, v, o, lse = qkv()
         o.ptr = q.ptr

@@ -13,6 +13,11 @@ input, mutates it within that grammar, and runs it:
     integer attribute changed, an op deleted, duplicated or moved;
   - flag sets: the driver's options with valid, boundary and garbage values;
   - Python hook functions, traced by flashtile.compile through the binding;
+  - runtime calls: launch plans the compiler wrote, loaded as they are or
+    with a field deleted or of the wrong kind, then argument checks,
+    output shapes, parameter packing and launches (no driver) with fake
+    tensors whose shapes, strides, dtypes, pointers and devices are drawn
+    around the plan's arguments;
   - byte mutations of the above (a small share).
 A run passes when the tool exits 0 with its output written, or exits 1 with
 an `error:` diagnostic that has a location, no crash marker and no output
@@ -372,6 +377,135 @@ except FlashTileError:
 """
 
 
+# --- Runtime calls ------------------------------------------------------------
+
+# Plans the compiler wrote (real argument lists, sizes, checks, dispatch,
+# workspaces): a prefill kernel, a decode family with KV splits, paged KV,
+# and a hook with extra arguments.
+PLAN_FLAGS = [
+    ["--head-dim=128", "--dtype=bf16", "--causal"],
+    ["--head-dim=64", "--dtype=f16", "--family=decode", "--window=100,0"],
+    ["--head-dim=128", "--dtype=bf16", "--family=decode", "--paged-kv"],
+    [os.path.join(ROOT, "dsl", "examples", "alibi.mlir")],
+    [os.path.join(ROOT, "dsl", "examples", "document_mask.mlir")],
+]
+
+WEIRD_NUMBERS = [0, -1, 1, 2**31 - 1, 2**31, 2**32, 2**63 - 1, -2**63, 2**64,
+                 3, 7, 17, 1000, 1.5, float("nan"), float("inf"), True, None,
+                 "x", [], {}]
+
+
+def mutate_json(rng, value, depth=0):
+    """One mutation inside a JSON value: a key deleted, a value replaced by
+    a number, string or container of the wrong kind, a list shortened or
+    grown."""
+    if isinstance(value, dict) and value:
+        key = rng.choice(sorted(value))
+        r = rng.random()
+        if r < 0.15:
+            del value[key]
+        elif r < 0.3 or depth > 6:
+            value[key] = rng.choice(WEIRD_NUMBERS)
+        else:
+            value[key] = mutate_json(rng, value[key], depth + 1)
+        return value
+    if isinstance(value, list) and value:
+        i = rng.randrange(len(value))
+        r = rng.random()
+        if r < 0.15:
+            del value[i]
+        elif r < 0.25:
+            value.append(value[i])
+        else:
+            value[i] = mutate_json(rng, value[i], depth + 1)
+        return value
+    if isinstance(value, str) and rng.random() < 0.5:
+        return rng.choice(["", "q", "batch", "f16", "i64", "ptr", value * 2])
+    return rng.choice(WEIRD_NUMBERS)
+
+
+def runtime_case(rng, plan_text):
+    """A script that loads a plan (maybe mutated) and calls the runtime's
+    argument checks, output shapes, parameter packing and launch (no
+    driver) with fake tensors drawn around the plan's arguments. Every
+    outcome must be a result or a FlashTileError."""
+    plan = json.loads(plan_text)
+    for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+        plan = mutate_json(rng, plan)
+    return f"""
+import json, os, random, sys
+os.environ["FLASHTILE_CUDA_DRIVER"] = "/nonexistent/libcuda.so"
+from flashtile import FlashTileError, runtime
+rng = random.Random({rng.randrange(2**31)})
+nan, inf = float("nan"), float("inf")
+plan = json.loads({json.dumps(json.dumps(plan))})
+os.makedirs("k", exist_ok=True)
+kernels = plan.get("kernels") if isinstance(plan, dict) else None
+for k in kernels if isinstance(kernels, list) else []:
+    if isinstance(k, dict) and isinstance(k.get("cubin"), str) and "/" not in k["cubin"] and k["cubin"] not in ("", ".", ".."):
+        open(os.path.join("k", k["cubin"]), "wb").write(b"\\x7fELF fake")
+with open("k/p.plan.json", "w") as f:
+    json.dump(plan, f)
+try:
+    kernel = runtime.load("k/p.plan.json")
+except FlashTileError:
+    sys.exit(0)
+
+class Dev:
+    def __init__(self, t="cuda", i=0): self.type, self.index = t, i
+    def __str__(self): return self.type
+
+class T:
+    def __init__(self, ptr, shape, dtype, strides):
+        self.ptr, self.shape, self.dtype, self.strides = ptr, tuple(shape), dtype, tuple(strides)
+        self.device = Dev() if rng.random() < 0.95 else rng.choice([Dev("cpu", None), Dev("cuda", 1), 3])
+    def data_ptr(self): return self.ptr
+    def stride(self): return self.strides
+
+def weird(): return rng.choice({WEIRD_NUMBERS!r})
+values = {{}}
+def size(name):
+    if name not in values:
+        values[name] = rng.choice([1, 2, 3, 4, 8, 16, 17, 64, 128, 1000]) if rng.random() < 0.9 else rng.choice([0, -1, 2**31, 2**40])
+    return values[name]
+DT = {{"bf16": "torch.bfloat16", "f16": "torch.float16", "f32": "torch.float32", "i32": "torch.int32", "i64": "torch.int64"}}
+args, base = [], 0x10000000
+for a in kernel.arguments:
+    if a.get("kind") == "tensor":
+        shape = [d if isinstance(d, int) else size(d) for d in a["shape"]]
+        if rng.random() < 0.1:
+            shape[rng.randrange(len(shape))] = rng.choice([0, 1, 5, 2**33, -3]) if shape else 0
+        strides, step = [], 1
+        for d in reversed(shape):
+            strides.insert(0, step)
+            step *= max(d, 1) if isinstance(d, int) and d < 2**40 else 1
+        if rng.random() < 0.1 and strides:
+            strides[rng.randrange(len(strides))] = rng.choice([0, -8, 2, 2**40, 7])
+        ptr = base if rng.random() < 0.95 else rng.choice([0, base + 2, 0x10000000])
+        dtype = DT.get(a["dtype"], "torch.float32") if rng.random() < 0.93 else rng.choice(["torch.float64", "torch.int8", "x", "torch.float16"])
+        if rng.random() < 0.05:
+            shape = shape[:-1]
+            strides = strides[:-1]
+        args.append(T(ptr, shape, dtype, strides))
+        base += 1 << 36
+    else:
+        args.append(None if rng.random() < 0.5 else weird())
+if rng.random() < 0.1 and args:
+    args.pop(rng.randrange(len(args)))
+try:
+    kernel.output_shapes(*args)
+except FlashTileError:
+    pass
+for call in (lambda: kernel.check(*args),
+             lambda: kernel.pack_params(rng.choice([0, 0, 1, -1, 99]), *args),
+             lambda: kernel._impl.call(tuple(args), {{}}, None, 0)):
+    try:
+        call()
+    except FlashTileError:
+        pass
+"""
+
+
 try:
     import torch  # noqa: F401  (hooks may capture tensors only with torch)
     HAVE_TORCH = True
@@ -400,6 +534,7 @@ class Fuzzer:
         self.failures = {}
         self.cpu = 0.0
         self.tile_seeds = []
+        self.plan_seeds = None
 
     def child_cpu(self):
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -469,10 +604,29 @@ class Fuzzer:
                     text = mutate_tile(rng, text)
                 return "tile", {"in.mlir": text}, None
             return "kernel", {"in.mlir": kernel_module(rng)}, None
-        if r < 0.93:
+        if r < 0.90:
             return "python", {"case.py": python_case(rng)}, None
+        if r < 0.95 and self.plan_texts():
+            return "runtime", {"case.py": runtime_case(
+                rng, rng.choice(self.plan_texts()))}, None
         base = kernel_module(rng) if rng.random() < 0.5 else (self.tile_seed() or "")
         return "bytes", {"in.mlir": byte_mutate(rng, base)}, None
+
+    def plan_texts(self):
+        """The launch plans of PLAN_FLAGS, compiled once (needs ptxas)."""
+        if self.plan_seeds is None:
+            self.plan_seeds = []
+            with tempfile.TemporaryDirectory() as work:
+                for flags in PLAN_FLAGS:
+                    rc, _, _ = self.run_tool(
+                        [self.compile] + flags + ["--isa=sm_90", "--emit=cubin",
+                                                  "-o", "k.cubin",
+                                                  "--launch-plan", "k.plan.json"],
+                        work)
+                    if rc == 0:
+                        with open(os.path.join(work, "k.plan.json")) as f:
+                            self.plan_seeds.append(f.read())
+        return self.plan_seeds
 
     def tile_seed(self):
         if len(self.tile_seeds) < 12 or self.rng.random() < 0.05:
@@ -497,7 +651,7 @@ class Fuzzer:
                     f.write(data)
             rng = self.rng
             output = None
-            if kind == "python":
+            if kind in ("python", "runtime"):
                 env = dict(os.environ, PYTHONPATH=os.path.join(self.snapshot, "python_bindings"),
                            FLASHTILE_CACHE_DIR=os.path.join(work, "cache"))
                 argv = [sys.executable, "case.py"]
