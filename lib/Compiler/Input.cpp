@@ -4,8 +4,12 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <vector>
 
 using namespace mlir;
 using namespace flashtile;
@@ -86,6 +90,115 @@ static size_t findTooDeep(llvm::StringRef text) {
   return llvm::StringRef::npos;
 }
 
+/// Whether `c` may appear in an SSA or block name after the sigil.
+static bool isNameChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
+}
+
+/// The offset of the first SSA value used before its definition, or out of
+/// the region that defines it, or npos. Regions are the text between braces
+/// (attribute dictionaries, which define nothing, count as regions too);
+/// definitions are results (`%a, %b:2 =`), block arguments (`^bb0(%x: ...)`)
+/// and `%name:` written without a space (function-style arguments).
+static size_t findForwardReference(llvm::StringRef text) {
+  std::vector<llvm::StringSet<>> scopes(1);
+  auto isDefined = [&](llvm::StringRef name) {
+    for (const llvm::StringSet<> &scope : scopes)
+      if (scope.contains(name))
+        return true;
+    return false;
+  };
+  // Names read since the last '=' or newline at this nesting, that become
+  // results if an '=' follows.
+  struct Pending {
+    llvm::StringRef name;
+    size_t offset;
+  };
+  std::vector<Pending> pending;
+  auto flushAsUses = [&]() -> size_t {
+    for (const Pending &p : pending)
+      if (!isDefined(p.name))
+        return p.offset;
+    pending.clear();
+    return llvm::StringRef::npos;
+  };
+  int blockArgDepth = -1; // paren depth of a `^bb(` list, or -1
+  int parenDepth = 0;
+  for (size_t i = 0, e = text.size(); i < e; ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < e && text[i] != '"'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < e && text[i + 1] == '/') {
+      i = text.find('\n', i);
+      if (i == llvm::StringRef::npos)
+        break;
+      --i;
+      continue;
+    }
+    if (c == '^') {
+      size_t j = i + 1;
+      while (j < e && isNameChar(text[j]))
+        ++j;
+      if (j < e && text[j] == '(' && blockArgDepth < 0) {
+        blockArgDepth = parenDepth;
+        ++parenDepth;
+        i = j;
+      }
+      continue;
+    }
+    if (c == '(') {
+      ++parenDepth;
+      continue;
+    }
+    if (c == ')') {
+      if (--parenDepth == blockArgDepth)
+        blockArgDepth = -1;
+      continue;
+    }
+    if (c == '=') {
+      // `%a, %b =`: the pending names are results ("==" is not MLIR).
+      for (const Pending &p : pending)
+        scopes.back().insert(p.name);
+      pending.clear();
+      continue;
+    }
+    if (c == '\n' || c == '{' || c == '}' || c == ';') {
+      if (size_t at = flushAsUses(); at != llvm::StringRef::npos)
+        return at;
+      if (c == '{')
+        scopes.emplace_back();
+      else if (c == '}' && scopes.size() > 1)
+        scopes.pop_back();
+      continue;
+    }
+    if (c != '%')
+      continue;
+    size_t j = i + 1;
+    while (j < e && isNameChar(text[j]))
+      ++j;
+    llvm::StringRef name = text.slice(i + 1, j);
+    if (name.empty())
+      continue;
+    bool defined =
+        blockArgDepth >= 0 ||
+        (j < e && text[j] == ':' && !(j + 1 < e && llvm::isDigit(text[j + 1])));
+    if (defined) {
+      scopes.back().insert(name);
+    } else if (j < e && (text[j] == ':' || text[j] == ',' || text[j] == ' ')) {
+      // Maybe a result (`%a:2 =`, `%a, %b =`): decided at '=' or newline.
+      pending.push_back({name, i});
+    } else if (!isDefined(name)) {
+      return i;
+    }
+    i = j - 1;
+  }
+  return flushAsUses();
+}
+
 LogicalResult flashtile::checkInputBounds(MLIRContext &ctx,
                                           llvm::SourceMgr &sourceMgr) {
   const llvm::MemoryBuffer *buffer =
@@ -106,6 +219,21 @@ LogicalResult flashtile::checkInputBounds(MLIRContext &ctx,
     emitError(locationOf(at))
         << "brackets nest more than " << kMaxInputNesting
         << " deep here; the compiler refuses deeper input";
+    return failure();
+  }
+  // MLIR resolves a forward reference to whatever the name later defines,
+  // even a block argument of another region; when that region then fails
+  // to parse, the use is left pointing at freed memory. FlashTile's
+  // kernels never need a forward reference (every region has one block),
+  // so none is parsed.
+  if (size_t at = findForwardReference(text); at != llvm::StringRef::npos) {
+    size_t end = at + 1;
+    while (end < text.size() && isNameChar(text[end]))
+      ++end;
+    emitError(locationOf(at))
+        << "'" << text.slice(at, end)
+        << "' is used before its definition, or outside the region that "
+           "defines it; a kernel defines each value before its uses";
     return failure();
   }
   return success();

@@ -289,6 +289,11 @@ class GpuTest(unittest.TestCase):
         out, lse = kernel(e, e, e)
         self.assertEqual(tuple(out.shape), (0, 5, 2, 64))
         self.assertEqual(tuple(lse.shape), (0, 2, 5))
+        # So does an empty query (Sq = 0).
+        out, lse = kernel(torch.zeros(1, 0, 2, 64, dtype=torch.bfloat16,
+                                      device="cuda"), q, q)
+        self.assertEqual(tuple(out.shape), (1, 0, 2, 64))
+        self.assertEqual(tuple(lse.shape), (1, 2, 0))
         flat = torch.zeros(1 + 4 * 64, dtype=torch.bfloat16, device="cuda")
         m = flat[1:].view(1, 4, 1, 64)
         with self.assertRaisesRegex(FlashTileError,

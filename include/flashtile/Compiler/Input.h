@@ -4,7 +4,8 @@
 // input, the compile API's strings, the Python binding's, flashtile-opt's
 // input), so that the bounds below hold for all of them: an input from
 // /dev/zero or a file of twenty thousand nested brackets gets an error
-// instead of exhausting memory or the parser's stack.
+// instead of exhausting memory or the parser's stack, and a value used
+// before its definition gets an error instead of reaching the parser.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +33,9 @@ constexpr unsigned kMaxInputNesting = 256;
 std::unique_ptr<llvm::MemoryBuffer> readInputFile(llvm::StringRef path,
                                                   std::string &error);
 
-/// Checks the size and bracket nesting of the main buffer of `sourceMgr`;
+/// Checks the size, the bracket nesting and the absence of forward SSA
+/// references (MLIR's parser can leave a use of freed memory behind one
+/// when a later region fails to parse) in the main buffer of `sourceMgr`;
 /// a problem is an error diagnostic on `ctx` located in the buffer.
 mlir::LogicalResult checkInputBounds(mlir::MLIRContext &ctx,
                                      llvm::SourceMgr &sourceMgr);

@@ -490,10 +490,6 @@ void flashtile::describeKernelArguments(KernelOp kernel,
          std::string(name) + " must be at most " +
              std::to_string(kMaxSequenceExtent) +
              " (the kernel's index arithmetic is 32-bit)"});
-  plan.checks.push_back(
-      {Expr::apply(Op::Or, {Expr::apply(Op::Eq, {Expr::named("seqlen_q"),
-                                                Expr::constant(0)}),
-                            Expr::apply(Op::Ge, {seqlenK,
-                                                Expr::constant(1)})}),
-       std::string(seqlenKName) + " must be at least 1 when there are queries"});
+  // seqlen_k = 0 is valid: the KV loop runs no step, and every row ends as
+  // a row that sees no key (O = 0, LSE = -inf).
 }
