@@ -124,7 +124,7 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
 
 /// The block-mask range kernel: one thread per query tile scans the bytes
 /// of the KV tiles in its window's range, in order, kBlockTilesRowAlign at a
-/// time (one 16-byte load each), tracking the first and last tiles with a
+/// time (byte loads of written bytes only), tracking the first and last tiles with a
 /// kept key and the longest run of whole tiles, and writes (begin, whole
 /// begin, whole end, end). Bytes of a chunk outside the range count as
 /// neither. No kept key gives an empty range at the window's begin.
@@ -175,17 +175,21 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   LLVM::CondBrOp::create(b, loc, e.slt(first, window.end), body, done);
 
   b.setInsertionPointToEnd(body);
-  static_assert(kBlockTilesRowAlign == 16, "one vector<4xi32> per chunk");
-  auto v4i32 = VectorType::get({4}, i32);
-  Value words = LLVM::LoadOp::create(
-      b, loc, v4i32, e.gep(rowStart, e.sext64(first)), /*alignment=*/16);
+  Type i8 = b.getI8Type();
+  Value lastInWindow = e.sub(window.end, e.i32(1));
   Value firstAny = header->getArgument(1), lastAny = header->getArgument(2);
   Value runStart = header->getArgument(3);
   Value bestBegin = header->getArgument(4), bestEnd = header->getArgument(5);
   for (int64_t i = 0; i < kBlockTilesRowAlign; ++i) {
     Value n = e.add(first, i);
-    Value word = LLVM::ExtractElementOp::create(b, loc, words, e.i32(i / 4));
-    Value byte = e.lshr(word, 8 * (i % 4));
+    // Only bytes the tiles kernel wrote are read: a byte of the chunk
+    // outside the window reads the nearest one inside, and counts as
+    // neither below.
+    Value at = e.smax(e.smin(n, lastInWindow), window.begin);
+    Value byte = LLVM::ZExtOp::create(
+        b, loc, i32,
+        LLVM::LoadOp::create(b, loc, i8, e.gep(rowStart, e.sext64(at)),
+                             /*alignment=*/1));
     Value inRange = LLVM::AndOp::create(b, loc, e.sge(n, window.begin),
                                         e.slt(n, window.end));
     auto bit = [&](int64_t mask) -> Value {

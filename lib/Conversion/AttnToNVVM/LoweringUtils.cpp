@@ -137,6 +137,12 @@ static Value callF32Intrinsic(OpBuilder &b, Location loc, StringRef name,
                                        b.getStringAttr(name), ValueRange{x})
       .getResult(0);
 }
+Value Emitter::fmulRoundUp(Value a, Value c) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr("llvm.nvvm.mul.rp.f"),
+                                       ValueRange{a, c})
+      .getResult(0);
+}
 Value Emitter::exp2(Value x) {
   return callF32Intrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
 }

@@ -76,7 +76,8 @@ struct MaskLowering : public AttnOpLoweringPattern<MaskOp> {
 };
 
 /// One online-softmax step in the exp2 domain (FlashAttention-2, Alg. 1):
-/// the scale is folded into one FMA per score, row maxima are reduced over
+/// the scale is folded into one FMA per score (against the scaled max
+/// rounded up), row maxima are reduced over
 /// the four threads of a quad with shfl.bfly, row sums stay per thread until
 /// the epilogue. A row whose max is still -inf uses 0 as its max so that
 /// exp2(-inf - 0) = 0 and nothing becomes NaN.
@@ -117,9 +118,18 @@ struct OnlineSoftmaxLowering : public AttnOpLoweringPattern<OnlineSoftmaxOp> {
         tileMax = e.fmax(tileMax, e.shflXor(tileMax, 2));
         Value newMax = e.fmax(rowMax[row], tileMax);
         Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, newMax, negInf);
-        Value scaledMax = e.select(empty, e.f32(0.0f), e.fmul(newMax, c));
+        // The scaled max is rounded up (mul.rp), so that fma(s, c, -max)
+        // is at most 0 for every score of the row however large the
+        // scores are: exp2 never exceeds 1 and P never overflows the 16-bit
+        // type. (Rounded to nearest, a max of 1e9 is off by up to 32 and
+        // exp2 by 2^32.) The old terms are rescaled by the difference of
+        // the two rounded maxima, so every step's terms carry the same
+        // rounding.
+        Value scaledMax =
+            e.select(empty, e.f32(0.0f), e.fmulRoundUp(newMax, c));
         Value negScaledMax = LLVM::FNegOp::create(rewriter, op.getLoc(), scaledMax);
-        Value alpha = e.exp2(e.fma(rowMax[row], c, negScaledMax));
+        Value alpha = e.exp2(
+            e.fadd(e.fmulRoundUp(rowMax[row], c), negScaledMax));
 
         SmallVector<Value> probabilities;
         for (int64_t j = 0; j < nTiles; ++j)

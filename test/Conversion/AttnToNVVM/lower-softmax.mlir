@@ -63,11 +63,15 @@
 // CHECK-NEXT:  %[[QUAD_MAX:.*]] = llvm.intr.maxnum(%[[MAX1]], %[[OTHER2]])
 // CHECK-NEXT:  %[[NEW_MAX:.*]] = llvm.intr.maxnum(%[[OLD_MAX]], %[[QUAD_MAX]])
 // CHECK-NEXT:  %[[EMPTY:.*]] = llvm.fcmp "oeq" %[[NEW_MAX]], %{{.*}} : f32
-// CHECK-NEXT:  %[[SCALED:.*]] = llvm.fmul %[[NEW_MAX]], %[[SCALE_LOG2]] : f32
+// The scaled max is rounded up (mul.rp), so every exponent is <= 0 and P
+// cannot overflow however large the scores; alpha is the difference of the
+// old and new rounded maxima.
+// CHECK-NEXT:  %[[SCALED:.*]] = llvm.call_intrinsic "llvm.nvvm.mul.rp.f"(%[[NEW_MAX]], %[[SCALE_LOG2]]) : (f32, f32) -> f32
 // CHECK-NEXT:  %[[FZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
 // CHECK-NEXT:  %[[SAFE:.*]] = llvm.select %[[EMPTY]], %[[FZERO]], %[[SCALED]] : i1, f32
 // CHECK-NEXT:  %[[NEG_MAX:.*]] = llvm.fneg %[[SAFE]] : f32
-// CHECK-NEXT:  %[[ALPHA_LOG2:.*]] = llvm.intr.fma(%[[OLD_MAX]], %[[SCALE_LOG2]], %[[NEG_MAX]])
+// CHECK-NEXT:  %[[OLD_SCALED:.*]] = llvm.call_intrinsic "llvm.nvvm.mul.rp.f"(%[[OLD_MAX]], %[[SCALE_LOG2]]) : (f32, f32) -> f32
+// CHECK-NEXT:  %[[ALPHA_LOG2:.*]] = llvm.fadd %[[OLD_SCALED]], %[[NEG_MAX]] : f32
 // CHECK-NEXT:  %[[ALPHA:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[ALPHA_LOG2]]) : (f32) -> f32
 // CHECK-NEXT:  %[[P0_LOG2:.*]] = llvm.intr.fma(%{{.*}}, %[[SCALE_LOG2]], %[[NEG_MAX]])
 // CHECK-NEXT:  %[[P0:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[P0_LOG2]]) : (f32) -> f32
