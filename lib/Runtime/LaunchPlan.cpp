@@ -299,7 +299,8 @@ Argument parseArgument(const Json &value, const std::string &path) {
            concat("expected \"input\" or \"output\", got \"", r, "\""));
   }
   if (kind == "scalar") {
-    checkKeys(value, path, {"name", "kind", "role", "dtype", "default"});
+    checkKeys(value, path,
+              {"name", "kind", "role", "dtype", "default", "positive"});
     arg.kind = ArgKind::Scalar;
     if (arg.role == ArgRole::Output)
       fail(rolePath, "a scalar argument is always an input");
@@ -313,6 +314,14 @@ Argument parseArgument(const Json &value, const std::string &path) {
         fail(join(path, "default"), "expected a finite number");
       arg.defaultValue = v;
     }
+    if (auto positive = value.find("positive"); positive != value.end()) {
+      if (!positive->is_boolean())
+        fail(join(path, "positive"),
+             concat("expected true or false, got ", describeType(*positive)));
+      arg.positive = positive->get<bool>();
+    }
+    if (arg.positive && arg.defaultValue && !(*arg.defaultValue > 0))
+      fail(join(path, "default"), "expected a positive number");
     return arg;
   }
   if (kind != "tensor")
@@ -1077,6 +1086,8 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
         else
           a["default"] = v;
       }
+      if (arg.positive)
+        a["positive"] = true;
     } else {
       a["kind"] = "tensor";
       a["role"] = arg.role == ArgRole::Input ? "input" : "output";

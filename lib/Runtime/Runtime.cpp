@@ -688,6 +688,11 @@ bool resolveScalar(const Argument &a, const ArgValue &v, double &value,
                      " value");
       return false;
     }
+    if (a.positive && !(value > 0)) {
+      error = concat(a.name, " = ", formatDouble(value),
+                     " must be positive");
+      return false;
+    }
     intValue = 0;
     return true;
   }

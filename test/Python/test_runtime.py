@@ -142,6 +142,19 @@ class PlanTest(TempDirTest):
                 r"kernels\[0\]\.params\[3\]\.from: unknown argument 'x'$"):
             runtime.load(self.write(plan))
 
+        plan = attention_plan()
+        plan["arguments"][5]["positive"] = "yes"
+        with self.assertRaisesRegex(
+                FlashTileError,
+                r'arguments\[5\]\.positive: expected true or false, got "yes"$'):
+            runtime.load(self.write(plan))
+        plan = attention_plan()
+        plan["arguments"][5]["default"] = -1.0
+        with self.assertRaisesRegex(
+                FlashTileError,
+                r"arguments\[5\]\.default: expected a positive number$"):
+            runtime.load(self.write(plan))
+
         path = write_plan(self.dir, attention_plan(name="nocubin"),
                           cubin_bytes=None)
         with self.assertRaisesRegex(FlashTileError,
@@ -218,6 +231,12 @@ class CheckTest(TempDirTest):
         self.assertEqual(
             self.error(q, k, v, o, lse, float("inf")),
             "softmax_scale = inf is not a finite f32 value")
+        # The kernel's row max is of the unscaled scores: the scale must be
+        # positive (the plan says so: "positive": true).
+        self.assertEqual(self.error(q, k, v, o, lse, -0.5),
+                         "softmax_scale = -0.5 must be positive")
+        self.assertEqual(self.error(q, k, v, o, lse, 0),
+                         "softmax_scale = 0 must be positive")
 
     def test_dtype_and_device(self):
         q, k, v, o, lse = qkv()

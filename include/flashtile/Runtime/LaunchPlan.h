@@ -148,6 +148,9 @@ struct Argument {
   /// Scalars: the value used when the caller gives none. Without one the
   /// scalar is required.
   std::optional<double> defaultValue;
+  /// Scalars: the value must be above 0 (the softmax scale: the kernel's
+  /// online softmax takes the row max of the unscaled scores).
+  bool positive = false;
 
   int64_t getRank() const { return static_cast<int64_t>(shape.size()); }
 };

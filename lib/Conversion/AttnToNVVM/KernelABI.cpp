@@ -446,6 +446,9 @@ void flashtile::describeKernelArguments(KernelOp kernel,
   scale.dtype = plan::DType::F32;
   scale.defaultValue =
       kernel.getProblemInfo().getSoftmaxScale().getValueAsDouble();
+  // The kernel's row max is of the unscaled scores: a scale of 0 or less
+  // would make it the wrong max.
+  scale.positive = true;
   plan.arguments.push_back(scale);
 
   plan.sizes = {{"batch", "q", 0},
