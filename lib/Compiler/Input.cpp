@@ -58,25 +58,34 @@ flashtile::readInputFile(llvm::StringRef path, std::string &error) {
   return llvm::MemoryBuffer::getMemBufferCopy(text, isStdin ? "<stdin>" : path);
 }
 
+/// When a string literal or a `//` comment starts at `i`, moves `i` to its
+/// last character (the closing quote; the character before the comment's
+/// newline, which the caller still sees) and returns true.
+static bool skipStringOrComment(llvm::StringRef text, size_t &i) {
+  size_t e = text.size();
+  if (text[i] == '"') {
+    for (++i; i < e && text[i] != '"'; ++i)
+      if (text[i] == '\\')
+        ++i;
+    return true;
+  }
+  if (text[i] == '/' && i + 1 < e && text[i + 1] == '/') {
+    size_t newline = text.find('\n', i);
+    i = newline == llvm::StringRef::npos ? e : newline - 1;
+    return true;
+  }
+  return false;
+}
+
 /// The offset where the brackets of `text` first nest deeper than
 /// kMaxInputNesting, or npos. Strings and comments do not count, nor does
 /// the '>' of "->" or ">=".
 static size_t findTooDeep(llvm::StringRef text) {
   unsigned depth = 0;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
+    if (skipStringOrComment(text, i))
+      continue;
     char c = text[i];
-    if (c == '"') {
-      for (++i; i < e && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < e && text[i + 1] == '/') {
-      i = text.find('\n', i);
-      if (i == llvm::StringRef::npos)
-        break;
-      continue;
-    }
     if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth > kMaxInputNesting)
         return i;
@@ -125,20 +134,9 @@ static size_t findForwardReference(llvm::StringRef text) {
   int blockArgDepth = -1; // paren depth of a `^bb(` list, or -1
   int parenDepth = 0;
   for (size_t i = 0, e = text.size(); i < e; ++i) {
+    if (skipStringOrComment(text, i))
+      continue;
     char c = text[i];
-    if (c == '"') {
-      for (++i; i < e && text[i] != '"'; ++i)
-        if (text[i] == '\\')
-          ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < e && text[i + 1] == '/') {
-      i = text.find('\n', i);
-      if (i == llvm::StringRef::npos)
-        break;
-      --i;
-      continue;
-    }
     if (c == '^') {
       size_t j = i + 1;
       while (j < e && isNameChar(text[j]))

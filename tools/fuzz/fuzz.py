@@ -568,7 +568,7 @@ class Fuzzer:
             return f"exit-{rc}"
         if "error:" not in err:
             return "exit-1-without-error"
-        if not LOCATED_ERROR.search(err) and "<flashtile-compile flags>" not in err:
+        if not LOCATED_ERROR.search(err):
             return "error-without-location"
         if left:
             return "output-left-after-error"
