@@ -118,6 +118,9 @@ Value Emitter::mul64(Value a, Value c) {
 Value Emitter::fadd(Value a, Value c) {
   return LLVM::FAddOp::create(b, loc, a, c);
 }
+Value Emitter::fsub(Value a, Value c) {
+  return LLVM::FSubOp::create(b, loc, a, c);
+}
 Value Emitter::fmul(Value a, Value c) {
   return LLVM::FMulOp::create(b, loc, a, c);
 }
@@ -135,12 +138,6 @@ static Value callF32Intrinsic(OpBuilder &b, Location loc, StringRef name,
                               Value x) {
   return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
                                        b.getStringAttr(name), ValueRange{x})
-      .getResult(0);
-}
-Value Emitter::fmulRoundUp(Value a, Value c) {
-  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
-                                       b.getStringAttr("llvm.nvvm.mul.rp.f"),
-                                       ValueRange{a, c})
       .getResult(0);
 }
 Value Emitter::exp2(Value x) {

@@ -94,13 +94,12 @@ public:
   mlir::Value mul64(mlir::Value a, mlir::Value c);
 
   mlir::Value fadd(mlir::Value a, mlir::Value c);
+  mlir::Value fsub(mlir::Value a, mlir::Value c);
   mlir::Value fmul(mlir::Value a, mlir::Value c);
   mlir::Value fma(mlir::Value a, mlir::Value c, mlir::Value d);
   mlir::Value fmax(mlir::Value a, mlir::Value c);
   mlir::Value fcmp(mlir::LLVM::FCmpPredicate pred, mlir::Value a,
                    mlir::Value c);
-  /// a * c in f32 rounded toward +inf (mul.rp.f32).
-  mlir::Value fmulRoundUp(mlir::Value a, mlir::Value c);
   /// ex2.approx.ftz.f32: 2^x, with 2^-inf = 0.
   mlir::Value exp2(mlir::Value x);
   /// lg2.approx.f32.

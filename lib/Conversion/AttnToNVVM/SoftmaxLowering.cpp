@@ -76,11 +76,20 @@ struct MaskLowering : public AttnOpLoweringPattern<MaskOp> {
 };
 
 /// One online-softmax step in the exp2 domain (FlashAttention-2, Alg. 1):
-/// the scale is folded into one FMA per score (against the scaled max
-/// rounded up), row maxima are reduced over
-/// the four threads of a quad with shfl.bfly, row sums stay per thread until
-/// the epilogue. A row whose max is still -inf uses 0 as its max so that
-/// exp2(-inf - 0) = 0 and nothing becomes NaN.
+/// row maxima are reduced over the four threads of a quad with shfl.bfly, row
+/// sums stay per thread until the epilogue. A row whose max is still -inf uses
+/// 0 as its max so that exp2(-inf - 0) = 0 and nothing becomes NaN.
+///
+/// Each exponent is (s - max) * c, an FADD and an FMUL, not FlashAttention's
+/// single fma(s, c, -round(max * c)). The subtraction is exact for scores
+/// near the max, so the row's largest term is exactly 1 and no term exceeds
+/// 1 however large the scores are. The one-FMA form shifts all of a row's
+/// exponents by the rounding error of max * c, up to ulp(max * c) / 2: at
+/// scaled scores near 1e9 that is 2^+-32, which overflows or underflows a
+/// 16-bit P, and from ~1e11 on it zeroes the whole row (f16 Q and K near
+/// 65504 reach 1e12). The extra op costs 3-4% at d = 128 on an H200; a
+/// uniform branch between the two forms cost as much or more, because it
+/// splits the block ptxas schedules.
 struct OnlineSoftmaxLowering : public AttnOpLoweringPattern<OnlineSoftmaxOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -118,24 +127,14 @@ struct OnlineSoftmaxLowering : public AttnOpLoweringPattern<OnlineSoftmaxOp> {
         tileMax = e.fmax(tileMax, e.shflXor(tileMax, 2));
         Value newMax = e.fmax(rowMax[row], tileMax);
         Value empty = e.fcmp(LLVM::FCmpPredicate::oeq, newMax, negInf);
-        // The scaled max is rounded up (mul.rp), so that fma(s, c, -max)
-        // is at most 0 for every score of the row however large the
-        // scores are: exp2 never exceeds 1 and P never overflows the 16-bit
-        // type. (Rounded to nearest, a max of 1e9 is off by up to 32 and
-        // exp2 by 2^32.) The old terms are rescaled by the difference of
-        // the two rounded maxima, so every step's terms carry the same
-        // rounding.
-        Value scaledMax =
-            e.select(empty, e.f32(0.0f), e.fmulRoundUp(newMax, c));
-        Value negScaledMax = LLVM::FNegOp::create(rewriter, op.getLoc(), scaledMax);
-        Value alpha = e.exp2(
-            e.fadd(e.fmulRoundUp(rowMax[row], c), negScaledMax));
+        Value base = e.select(empty, e.f32(0.0f), newMax);
+        Value alpha = e.exp2(e.fmul(e.fsub(rowMax[row], base), c));
 
         SmallVector<Value> probabilities;
         for (int64_t j = 0; j < nTiles; ++j)
           for (int64_t r = 2 * h; r < 2 * h + 2; ++r) {
             int64_t index = FragmentLayout::accIndex(i, j, r, nTiles);
-            s[index] = e.exp2(e.fma(s[index], c, negScaledMax));
+            s[index] = e.exp2(e.fmul(e.fsub(s[index], base), c));
             probabilities.push_back(s[index]);
           }
         Value sum = treeReduce(probabilities,

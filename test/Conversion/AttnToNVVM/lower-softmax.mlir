@@ -45,7 +45,7 @@
 
 // Row 0 of the online softmax: the tile max over the thread's 4 scores (a
 // tree), then over the quad by shfl.sync.bfly 1 and 2; a row still at -inf uses
-// max 0; alpha = exp2(old_max * c - new_max * c) rescales sum and acc.
+// max 0; alpha = exp2((old_max - new_max) * c) rescales sum and acc.
 // CHECK:       %[[OLD_MAX:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.array<2 x f32>
 // CHECK:       %[[OLD_SUM:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.array<2 x f32>
 // CHECK:       %[[MAX_A:.*]] = llvm.intr.maxnum(%{{.*}}, %{{.*}}) : (f32, f32) -> f32
@@ -63,17 +63,16 @@
 // CHECK-NEXT:  %[[QUAD_MAX:.*]] = llvm.intr.maxnum(%[[MAX1]], %[[OTHER2]])
 // CHECK-NEXT:  %[[NEW_MAX:.*]] = llvm.intr.maxnum(%[[OLD_MAX]], %[[QUAD_MAX]])
 // CHECK-NEXT:  %[[EMPTY:.*]] = llvm.fcmp "oeq" %[[NEW_MAX]], %{{.*}} : f32
-// The scaled max is rounded up (mul.rp), so every exponent is <= 0 and P
-// cannot overflow however large the scores; alpha is the difference of the
-// old and new rounded maxima.
-// CHECK-NEXT:  %[[SCALED:.*]] = llvm.call_intrinsic "llvm.nvvm.mul.rp.f"(%[[NEW_MAX]], %[[SCALE_LOG2]]) : (f32, f32) -> f32
+// Exponents are (s - max) * c: the subtraction is exact near the max, so the
+// row's largest term is exactly 1 however large the scores are; alpha is
+// exp2((old_max - new_max) * c).
 // CHECK-NEXT:  %[[FZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
-// CHECK-NEXT:  %[[SAFE:.*]] = llvm.select %[[EMPTY]], %[[FZERO]], %[[SCALED]] : i1, f32
-// CHECK-NEXT:  %[[NEG_MAX:.*]] = llvm.fneg %[[SAFE]] : f32
-// CHECK-NEXT:  %[[OLD_SCALED:.*]] = llvm.call_intrinsic "llvm.nvvm.mul.rp.f"(%[[OLD_MAX]], %[[SCALE_LOG2]]) : (f32, f32) -> f32
-// CHECK-NEXT:  %[[ALPHA_LOG2:.*]] = llvm.fadd %[[OLD_SCALED]], %[[NEG_MAX]] : f32
+// CHECK-NEXT:  %[[BASE:.*]] = llvm.select %[[EMPTY]], %[[FZERO]], %[[NEW_MAX]] : i1, f32
+// CHECK-NEXT:  %[[OLD_DIFF:.*]] = llvm.fsub %[[OLD_MAX]], %[[BASE]] : f32
+// CHECK-NEXT:  %[[ALPHA_LOG2:.*]] = llvm.fmul %[[OLD_DIFF]], %[[SCALE_LOG2]] : f32
 // CHECK-NEXT:  %[[ALPHA:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[ALPHA_LOG2]]) : (f32) -> f32
-// CHECK-NEXT:  %[[P0_LOG2:.*]] = llvm.intr.fma(%{{.*}}, %[[SCALE_LOG2]], %[[NEG_MAX]])
+// CHECK-NEXT:  %[[DIFF0:.*]] = llvm.fsub %{{.*}}, %[[BASE]] : f32
+// CHECK-NEXT:  %[[P0_LOG2:.*]] = llvm.fmul %[[DIFF0]], %[[SCALE_LOG2]] : f32
 // CHECK-NEXT:  %[[P0:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"(%[[P0_LOG2]]) : (f32) -> f32
 // CHECK:       %[[SUM_A:.*]] = llvm.fadd %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:  %[[SUM_B:.*]] = llvm.fadd %{{.*}}, %{{.*}} : f32
