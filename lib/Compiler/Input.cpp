@@ -99,9 +99,15 @@ static size_t findTooDeep(llvm::StringRef text) {
   return llvm::StringRef::npos;
 }
 
-/// Whether `c` may appear in an SSA or block name after the sigil.
-static bool isNameChar(char c) {
-  return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
+/// The end of the SSA or block name that starts at `from` (after the
+/// sigil): the first character that may not appear in one.
+static size_t nameEnd(llvm::StringRef text, size_t from) {
+  auto isNameChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
+  };
+  while (from < text.size() && isNameChar(text[from]))
+    ++from;
+  return from;
 }
 
 /// The offset of the first SSA value used before its definition, or out of
@@ -138,9 +144,7 @@ static size_t findForwardReference(llvm::StringRef text) {
       continue;
     char c = text[i];
     if (c == '^') {
-      size_t j = i + 1;
-      while (j < e && isNameChar(text[j]))
-        ++j;
+      size_t j = nameEnd(text, i + 1);
       if (j < e && text[j] == '(' && blockArgDepth < 0) {
         blockArgDepth = parenDepth;
         ++parenDepth;
@@ -175,9 +179,7 @@ static size_t findForwardReference(llvm::StringRef text) {
     }
     if (c != '%')
       continue;
-    size_t j = i + 1;
-    while (j < e && isNameChar(text[j]))
-      ++j;
+    size_t j = nameEnd(text, i + 1);
     llvm::StringRef name = text.slice(i + 1, j);
     if (name.empty())
       continue;
@@ -225,11 +227,8 @@ LogicalResult flashtile::checkInputBounds(MLIRContext &ctx,
   // kernels never need a forward reference (every region has one block),
   // so none is parsed.
   if (size_t at = findForwardReference(text); at != llvm::StringRef::npos) {
-    size_t end = at + 1;
-    while (end < text.size() && isNameChar(text[end]))
-      ++end;
     emitError(locationOf(at))
-        << "'" << text.slice(at, end)
+        << "'" << text.slice(at, nameEnd(text, at + 1))
         << "' is used before its definition, or outside the region that "
            "defines it; a kernel defines each value before its uses";
     return failure();

@@ -42,10 +42,9 @@ mkdir -p "$corpus" "$out"
 python3 - "$root" "$corpus" <<'PY'
 import glob, hashlib, os, sys
 root, corpus = sys.argv[1], sys.argv[2]
-files = (glob.glob(f"{root}/test/Compiler/corpus/*.mlir")
-         + glob.glob(f"{root}/dsl/examples/*.mlir")
+files = (glob.glob(f"{root}/dsl/examples/*.mlir")
          + glob.glob(f"{root}/test/**/*.mlir", recursive=True))
-for path in sorted(set(files)):
+for path in sorted(files):
     for chunk in open(path, encoding="utf-8", errors="replace").read().split("// -----"):
         if "attn.kernel" not in chunk:
             continue

@@ -43,6 +43,7 @@ start=$(date +%s)
 declare -a summary
 
 stages="${FLASHTILE_PROOF_STAGES:-all}"
+sanitize_tools="${FLASHTILE_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}"
 # want NAME: whether stage NAME runs in this call.
 want() { [ "$stages" = all ] || [[ " $stages " == *" $1 "* ]]; }
 
@@ -176,7 +177,7 @@ run_sanitized() {
     >> "$out/sanitize.txt"
   [ $status -ne 0 ] && cp "$out/sanitize.log" "$out/sanitize-$tool-${label//[^a-z0-9]/_}.log"
 }
-for tool in ${FLASHTILE_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+for tool in $sanitize_tools; do
   run_sanitized $tool "forward plans (${#san_plans[@]})" \
     python3 "$root/tools/gpu/check_reliability.py" --kernels "$kernels" \
     --parts sanitize --only "${san_plans[@]}"
@@ -244,7 +245,7 @@ stage tiles "$(verdict $status)" "$(grep -E 'cases passed' "$out/tiles.txt" | ta
 # whose user wrote none.
 tiles_status=0
 : > "$out/tiles-sanitize.txt"
-for tool in ${FLASHTILE_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+for tool in $sanitize_tools; do
   timeout 200 compute-sanitizer --tool "$tool" --error-exitcode 9 \
     python3 "$root/tools/gpu/check_tiles.py" --kernels "$kernels" --quick \
     > "$out/sanitize.log" 2>&1
