@@ -285,17 +285,78 @@ Value HookEmitter::load(memref::LoadOp op) {
   return read;
 }
 
+/// x^y with torch.pow's values (IEEE pow on the cases attention hooks
+/// meet). An exponent that is an integral constant n, |n| <= kMaxExactPowi,
+/// is exact: repeated squaring, then one reciprocal for n < 0, so that
+/// `(q_idx - kv_idx) ** 2` of a negative difference is the square and not
+/// the NaN of 2^(2 log2 x). Any other exponent is 2^(y log2 |x|) on the
+/// SFU, with pow's rules on the edges: y = 0 gives 1 (even for x = 0 or
+/// NaN), a negative base gives (-1)^y |x|^y when y is integral and NaN
+/// otherwise, and 0^y is 0 for y > 0 and +inf for y < 0.
+static constexpr int64_t kMaxExactPowi = 64;
+
+Value HookEmitter::pow(math::PowFOp op) {
+  OpBuilder &b = e.builder();
+  Location loc = op.getLoc();
+  Value y = in(*op, 1);
+  std::optional<int64_t> integral;
+  if (auto c = op.getRhs().getDefiningOp<arith::ConstantOp>())
+    if (auto f = dyn_cast<FloatAttr>(c.getValue())) {
+      double v = f.getValueAsDouble();
+      if (std::isfinite(v) && std::trunc(v) == v &&
+          std::fabs(v) <= static_cast<double>(kMaxExactPowi))
+        integral = static_cast<int64_t>(v);
+    }
+  return inF32(in(*op, 0), [&](Value x) -> Value {
+    if (integral) {
+      uint64_t n = static_cast<uint64_t>(*integral < 0 ? -*integral
+                                                       : *integral);
+      Value result, square = x;
+      for (; n; n >>= 1) {
+        if (n & 1)
+          result = result ? e.fmul(result, square) : square;
+        if (n > 1)
+          square = e.fmul(square, square);
+      }
+      if (!result)
+        return e.f32(1.0f);
+      if (*integral < 0)
+        result = LLVM::FDivOp::create(b, loc, e.f32(1.0f), result);
+      return result;
+    }
+    Value yf = y.getType() == x.getType()
+                   ? y
+                   : Value(LLVM::FPExtOp::create(b, loc, x.getType(), y));
+    Value magnitude = e.exp2(e.fmul(yf, e.log2(LLVM::FAbsOp::create(b, loc, x))));
+    // y is integral when floor(y) == y, and odd when moreover floor(y / 2)
+    // != y / 2 (exact in f32: halving and floor do not round).
+    Value isIntegral = e.fcmp(LLVM::FCmpPredicate::oeq,
+                              LLVM::FFloorOp::create(b, loc, yf), yf);
+    Value half = e.fmul(yf, e.f32(0.5f));
+    Value isOdd = LLVM::AndOp::create(
+        b, loc, isIntegral,
+        e.fcmp(LLVM::FCmpPredicate::one, LLVM::FFloorOp::create(b, loc, half),
+               half));
+    Value negative = e.fcmp(LLVM::FCmpPredicate::olt, x, e.f32(0.0f));
+    Value signed_ = e.select(isOdd, LLVM::FNegOp::create(b, loc, magnitude),
+                             magnitude);
+    Value nan = e.f32(std::numeric_limits<float>::quiet_NaN());
+    Value ofNegative = e.select(isIntegral, signed_, nan);
+    Value result = e.select(negative, ofNegative, magnitude);
+    return e.select(e.fcmp(LLVM::FCmpPredicate::oeq, yf, e.f32(0.0f)),
+                    e.f32(1.0f), result);
+  });
+}
+
 Value HookEmitter::size(SizeOp op) {
   StringRef name = op.getName();
   if (name == "batch")
-    return NVVM::GridDimZOp::create(e.builder(), op.getLoc(),
-                                    e.builder().getI32Type());
+    return getBatchParam(anchor);
   unsigned param = llvm::StringSwitch<unsigned>(name)
                        .Case("seqlen_q", kParamSeqlenQ)
                        .Case("seqlen_k", kParamSeqlenK)
                        .Case("heads_q", kParamHeadsQ)
                        .Case("heads_kv", kParamHeadsKV);
-  static_assert(kGridAxisBatch == 2, "batch is the grid's z axis");
   return getKernelParam(anchor, param);
 }
 
@@ -463,17 +524,7 @@ Value HookEmitter::emitOp(Operation &op) {
         return LLVM::AbsOp::create(b, loc, in(op, 0).getType(), in(op, 0),
                                    /*is_int_min_poison=*/false);
       })
-      .Case([&](math::PowFOp) -> Value {
-        // x^y = 2^(y log2 x): exact for x > 0 up to the SFU's error, and
-        // 0^y = 0 for y > 0; a negative base gives NaN.
-        Value y = in(op, 1);
-        return inF32(in(op, 0), [&](Value x) {
-          Value yf = y.getType() == x.getType()
-                         ? y
-                         : Value(LLVM::FPExtOp::create(b, loc, x.getType(), y));
-          return e.exp2(e.fmul(yf, e.log2(x)));
-        });
-      })
+      .Case([&](math::PowFOp pow) { return this->pow(pow); })
       .Case([&](math::ErfOp) {
         return inF32(in(op, 0), [&](Value x) { return erf(x); });
       })

@@ -18,6 +18,7 @@
 
 #include "LoweringUtils.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -100,6 +101,7 @@ private:
   mlir::Value inF32(mlir::Value x,
                     llvm::function_ref<mlir::Value(mlir::Value)> fn);
   mlir::Value erf(mlir::Value x);
+  mlir::Value pow(mlir::math::PowFOp op);
   mlir::Value load(mlir::memref::LoadOp op);
   mlir::Value size(attn::SizeOp op);
 

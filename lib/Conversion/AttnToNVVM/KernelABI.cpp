@@ -99,6 +99,8 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
                                            : ParamType::I64;
     params.push_back(param(name, ptype, K::Scalar, name));
   }
+  if (readsBatchSize(kernel))
+    params.push_back(sizeParam("batch"));
   if (isPagedKV(kernel))
     for (const char *size : {kPageSizeSize, kNumPagesSize})
       params.push_back(sizeParam(size));
@@ -146,6 +148,19 @@ int64_t flashtile::getKVSplitsParamIndex(KernelOp kernel) {
 
 int64_t flashtile::getPagedKVParamIndex(KernelOp kernel) {
   return findParam(kernel, kPageSizeSize);
+}
+
+bool flashtile::readsBatchSize(KernelOp kernel) {
+  return kernel
+      .walk([](SizeOp size) {
+        return size.getName() == "batch" ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+int64_t flashtile::getBatchParamIndex(KernelOp kernel) {
+  return readsBatchSize(kernel) ? findParam(kernel, "batch") : -1;
 }
 
 static Expr named(const char *name) { return Expr::named(name); }

@@ -100,9 +100,11 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next = static_cast<unsigned>(getExtraTensorStrideParam(first, rank, rank));
       tensors.push_back(desc);
     }
-    // Paged KV's sizes, kv_splits and the workspaces are read by the ops
-    // that use them (getPagedKVParamIndex, getKVSplitsParamIndex,
-    // getWorkspaceParam).
+    // batch, paged KV's sizes, kv_splits and the workspaces are read by
+    // the ops that use them (getBatchParamIndex, getPagedKVParamIndex,
+    // getKVSplitsParamIndex, getWorkspaceParam).
+    if (readsBatchSize(op))
+      next += 1;
     if (isPagedKV(op))
       next += 2;
     if (hasKVSplits(op))

@@ -326,6 +326,8 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
     func->setAttr(kWorkspaceParamsAttrName, b.getDictionaryAttr(workspaces));
   if (int64_t index = getKVSplitsParamIndex(kernel); index >= 0)
     func->setAttr(kKVSplitsParamAttrName, b.getI64IntegerAttr(index));
+  if (int64_t index = getBatchParamIndex(kernel); index >= 0)
+    func->setAttr(kBatchParamAttrName, b.getI64IntegerAttr(index));
   if (int64_t index = getPagedKVParamIndex(kernel); index >= 0) {
     int64_t table = kernel.getPageTableArg();
     func->setAttr(kPagedKVParamsAttrName,
@@ -365,6 +367,14 @@ Value lowering::getSplitRowsParam(Operation *op) {
   auto index = func->getAttrOfType<IntegerAttr>(kKVSplitsParamAttrName);
   assert(index && "the kernel lowering marks the kv_splits parameter");
   return func.getArgument(index.getInt() + 1);
+}
+
+Value lowering::getBatchParam(Operation *op) {
+  LLVM::LLVMFuncOp func = getFunc(op);
+  auto index = func->getAttrOfType<IntegerAttr>(kBatchParamAttrName);
+  assert(index && "the kernel lowering marks the batch parameter of a "
+                  "kernel whose hooks read it");
+  return func.getArgument(index.getInt());
 }
 
 Value lowering::getWorkspaceParam(Operation *op, StringRef name) {

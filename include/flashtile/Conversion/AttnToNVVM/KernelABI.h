@@ -124,8 +124,17 @@ plan::Expr getSeqlenK(attn::KernelOp kernel);
 /// The index in getKernelParams of page_size (num_pages follows), or -1.
 int64_t getPagedKVParamIndex(attn::KernelOp kernel);
 
+/// Whether a hook of `kernel` reads the batch size (attn.size "batch"). Such
+/// a kernel takes `batch` as an i32 parameter after the extra arguments
+/// (before page_size): every kernel of its plan reads it from there, since
+/// no grid axis carries it in all of them (the combine kernel's z is 1, and
+/// so is a diagonal table's whose term does not read b).
+bool readsBatchSize(attn::KernelOp kernel);
+/// The index in getKernelParams of `batch`, or -1.
+int64_t getBatchParamIndex(attn::KernelOp kernel);
+
 /// The kernel's parameters, in order: the fixed prefix, then the extra
-/// arguments', then page_size and num_pages with paged KV, then kv_splits
+/// arguments', then batch when a hook reads it, then page_size and num_pages with paged KV, then kv_splits
 /// and the split rows with split-KV, then the workspaces.
 std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 
