@@ -8,7 +8,7 @@ serves every shape). MANIFEST is JSON:
      "kernels": [
        {"head_dim": 128, "dtype": "bf16", "causal": true,
         "score_mod": "softcap", "mask_mod": null,
-        "window": null, "head_dim_v": null,
+        "window": null, "head_dim_v": null, "scale": null,
         "arch": "sm_120", "isa": "sm_90",
         "captures": {"SLOPES": ["float32", 1]}}]}
 
@@ -32,7 +32,8 @@ from .hooks import TensorSpec
 _FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
            "sink", "window",
            "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
-           "stages", "warps", "q_in_regs", "family", "kv_warps", "paged"}
+           "stages", "warps", "q_in_regs", "family", "kv_warps", "paged",
+           "scale", "name"}
 
 
 def _load_hooks(path):
@@ -97,13 +98,15 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
         request = compiler.KernelRequest(
             entry["head_dim"], entry.get("dtype", "bf16"),
             entry.get("head_dim_v"), bool(entry.get("causal", False)),
-            tuple(entry["window"]) if entry.get("window") else None, None,
+            tuple(entry["window"]) if entry.get("window") else None,
+            entry.get("scale"),
             hooks.get("score_mod"), hooks.get("mask_mod"),
             entry.get("arch", "sm_120"), entry.get("isa"),
             entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
             entry.get("warps"), entry.get("q_in_regs"), captures=captures,
             sink=hooks.get("sink"), family=entry.get("family", "prefill"),
-            kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")))
+            kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")),
+            name=entry.get("name", compiler.DEFAULT_NAME))
         kernel = compiler.compile_request(request, cache=cache)
         print(f"{kernel.key}  {request.description}", file=out)
         keys.append(kernel.key)

@@ -1,13 +1,19 @@
 """The masks behind flashtile.decode(..., cache_seqlens=tensor): one function
 per causality (one cached kernel per dtype and head dims) that reads each
-sequence's cache length from the module global `cache_seqlens`, which the
-call sets. Both are key intervals (MaskAnalysis.h), so the decode family
-visits only the tiles below each sequence's length; bottom-right causal is
-aligned to that length, as in FlashAttention-2's flash_attn_with_kvcache."""
+sequence's cache length from `cache_seqlens`. Both are key intervals
+(MaskAnalysis.h), so the decode family visits only the tiles below each
+sequence's length; bottom-right causal is aligned to that length, as in
+FlashAttention-2's flash_attn_with_kvcache.
+
+The module global is never set: each call binds CACHE_SEQLENS to its own
+tensor (flashtile.attention's `bindings`, read per call by
+hooks.read_captures), so that two threads' calls cannot see each other's
+lengths. A prebuild manifest gives its (dtype, rank) in `captures`."""
 
 from .hooks import seqlen_q
 
-cache_seqlens = None  # int32 (batch,)
+CACHE_SEQLENS = "cache_seqlens"
+cache_seqlens = None  # int32 (batch,): bound per call
 
 
 def mask(b, h, q_idx, kv_idx):

@@ -1,8 +1,10 @@
 """The sink hook behind flashtile.attention(..., sinks=tensor): one function
 (one cached kernel per dtype and head dims) that reads the per-head sink
-logits from the module global `sinks`, which the call sets."""
+logits from `sinks`. The module global is never set: each call binds SINKS
+to its own tensor (see _seqlens.py)."""
 
-sinks = None  # float32 (heads_q,)
+SINKS = "sinks"
+sinks = None  # float32 (heads_q,): bound per call
 
 
 def sink(b, h):

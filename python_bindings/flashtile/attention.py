@@ -33,7 +33,8 @@ __all__ = ["attention", "decode", "varlen", "create_block_mask", "BlockMask",
 DECODE_ROWS = 32
 
 _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
-_compiled = {}
+_compiled = {}  # (shapes' facts, trace guard, ...) -> (kernel, key)
+_traced = {}    # key: (traced IR, arch, isa, pins) -> (kernel, key)
 _archs = {}
 
 
@@ -64,36 +65,48 @@ def _check(q, k, v):
 
 
 def _kernel(q, k, v, causal, window, score_mod, mask_mod, arch, isa,
-            sink=None, family="prefill", paged=False):
+            sink=None, family="prefill", paged=False, bindings=None):
     """The compiled kernel for this call's dtype, head dims, hooks and
-    family: from memory after the first call (the runtime checks every
-    call's tensors)."""
-    window = tuple(window) if window is not None else None
-    try:
-        fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
-                bool(causal), window, score_mod, mask_mod, sink, arch, isa,
-                family, paged)
-        hit = _compiled.get(fast)
-    except (AttributeError, IndexError, TypeError):
-        fast, hit = None, None
-    if hit is not None:
-        return hit
+    family, and its key (the traced IR and what else enters the cache key).
+
+    Calls are memoized in memory by the hooks' trace guard
+    (hooks.trace_guard: their code and every value their trace reads), so
+    a hook whose captured constant changed is traced again and gets its
+    own kernel, as FlexAttention recompiles. A hook the guard cannot vouch
+    for is traced on every call and its kernel found by the IR."""
+    window = _hooks.check_window(window)
+    guard = _hooks.trace_guard((score_mod, mask_mod, sink), bindings)
+    fast = None
+    if guard is not None:
+        try:
+            fast = (q.dtype, q.get_device(), q.shape[-1], v.shape[-1],
+                    bool(causal), window, guard, arch, isa, family, paged)
+            hit = _compiled.get(fast)
+        except (AttributeError, IndexError, TypeError):
+            fast, hit = None, None
+        if hit is not None:
+            return hit
     dtype = _check(q, k, v)
     device = device_arch(q.device)
     target = arch or device
     target_isa = isa
     if target_isa is None and target != device:
         target_isa = device  # an SM120 configuration run on an sm_90 GPU
-    compiled = _compiler.compile(
+    request = _compiler.KernelRequest(
         q.shape[-1], dtype, head_dim_v=v.shape[-1], causal=causal,
         window=window, score_mod=score_mod, mask_mod=mask_mod, arch=target,
-        isa=target_isa, sink=sink, family=family, paged=paged)
-    key = (dtype, q.shape[-1], v.shape[-1], bool(causal), window, score_mod,
-           mask_mod, sink, target, target_isa, family, paged)
-    compiled.runtime_kernel()  # loaded once, here
+        isa=target_isa, sink=sink, family=family, paged=paged,
+        captures=bindings)
+    key = (request.ir, request.arch, request.isa,
+           tuple(sorted(request.pins.items())))
+    hit = _traced.get(key)
+    if hit is None:
+        compiled = _compiler.compile_request(request)
+        compiled.runtime_kernel()  # loaded once, here
+        hit = _traced[key] = (compiled, key)
     if fast is not None:
-        _compiled[fast] = (compiled, key)
-    return compiled, key
+        _compiled[fast] = hit
+    return hit
 
 
 def _family(rows, heads_q, heads_kv, mask_mod):
@@ -107,14 +120,19 @@ def _family(rows, heads_q, heads_kv, mask_mod):
 
 
 def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
-             arch, isa, family=None, layout="bhsd", paged=False):
+             arch, isa, family=None, layout="bhsd", paged=False,
+             bindings=None):
     """The compiled kernel of a call, its memo key, and the runtime call's
     arguments: the (B, S, H, D) views and the extras as the hooks capture
     them now. `sinks` is read through the one sink hook (_sinks.py).
-    `layout` is the tensors' ("bhsd": SDPA's, "bshd": FlashAttention's)."""
+    `bindings` maps what the package's own hooks capture (_seqlens.py,
+    _varlen.py, _sinks.py) to this call's tensors: bound per call, so
+    that concurrent calls never see each other's. `layout` is the
+    tensors' ("bhsd": SDPA's, "bshd": FlashAttention's)."""
     sink = None
+    bindings = dict(bindings or {})
     if sinks is not None:
-        _sinks.sinks = sinks
+        bindings[_sinks.SINKS] = sinks
         sink = _sinks.sink
     if layout == "bhsd":
         args = (q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
@@ -126,9 +144,9 @@ def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
     # The kernel is keyed by what _kernel reads: the last dims and dtypes,
     # the same in both layouts.
     compiled, key = _kernel(q, k, v, causal, window, score_mod, mask_mod,
-                            arch, isa, sink, family, paged)
+                            arch, isa, sink, family, paged, bindings or None)
     kwargs = (_hooks.read_captures((score_mod, mask_mod, sink),
-                                   compiled.extras)
+                                   compiled.extras, bindings)
               if compiled.extras else {})
     if scale is not None:
         kwargs["softmax_scale"] = float(scale)
@@ -308,13 +326,15 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
                 "window_size with cache_seqlens is not supported yet")
         # The lengths (and the causal alignment to them) are a mask_mod of
         # the sequence: a key interval, so whole tiles past them are skipped.
-        _seqlens.cache_seqlens = cache_seqlens
+        bindings = {_seqlens.CACHE_SEQLENS: cache_seqlens}
         mask_mod = _seqlens.causal_mask if causal else _seqlens.mask
         causal = False
+    else:
+        bindings = None
     compiled, _, args, kwargs = _prepare(
         q, k_cache, v_cache, causal, window, softmax_scale, score_mod,
         mask_mod, sinks, arch, isa, family="decode", layout="bshd",
-        paged=paged)
+        paged=paged, bindings=bindings)
     if paged:
         kwargs[_hooks.PAGE_TABLE] = block_table
     if out is not None:
@@ -370,16 +390,16 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     batch = cu_seqlens_q.shape[0] - 1
     ids = torch.arange(batch, device=q.device, dtype=torch.int32)
     # output_size: no host sync (the totals are the tensors' lengths).
-    _varlen.seq_q = torch.repeat_interleave(
-        ids, (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).long(),
-        output_size=q.shape[0])
-    _varlen.start_k = cu_seqlens_k[:-1]
-    _varlen.end_k = cu_seqlens_k[1:]
-    _varlen.shift = (cu_seqlens_k[1:] - cu_seqlens_q[1:]).to(torch.int32)
+    bindings = _varlen.bindings(
+        seq_q=torch.repeat_interleave(
+            ids, (cu_seqlens_q[1:] - cu_seqlens_q[:-1]).long(),
+            output_size=q.shape[0]),
+        start_k=cu_seqlens_k[:-1], end_k=cu_seqlens_k[1:],
+        shift=(cu_seqlens_k[1:] - cu_seqlens_q[1:]).to(torch.int32))
     mask_mod = _varlen.causal_mask if causal else _varlen.mask
     compiled, _, args, kwargs = _prepare(
         q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), False, None,
         softmax_scale, score_mod, mask_mod, sinks, arch, isa,
-        family="prefill", layout="bshd")
+        family="prefill", layout="bshd", bindings=bindings)
     out, lse = compiled.runtime_kernel()(*args, **kwargs)
     return (out[0], lse[0]) if return_softmax_lse else out[0]

@@ -47,6 +47,8 @@ _PTX = "kernel.ptx"
 _REPORT = "report.txt"
 _MANIFEST = "entry.json"
 _TOOLCHAIN = "toolchain.json"
+# The kernel name of a request that names none.
+DEFAULT_NAME = "flashtile_attention"
 
 
 def _compiler_module():
@@ -108,7 +110,7 @@ class KernelRequest:
                  window=None, scale=None, score_mod=None, mask_mod=None,
                  arch="sm_120", isa=None, tile_m=None, tile_n=None,
                  stages=None, warps=None, q_in_regs=None,
-                 name="flashtile_attention", captures=None, sink=None,
+                 name=DEFAULT_NAME, captures=None, sink=None,
                  family="prefill", kv_warps=None, paged=False):
         if not isinstance(head_dim, int) or isinstance(head_dim, bool):
             raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
@@ -132,7 +134,13 @@ class KernelRequest:
                                         else family))
                      if v is not None}
         # What `python -m flashtile prebuild` takes to build this kernel.
+        # Every field that enters the traced IR (and so the cache key): an
+        # entry prebuilt from it has this request's key.
         entry = {"head_dim": head_dim, "dtype": dtype, "causal": bool(causal)}
+        if name != DEFAULT_NAME:
+            entry["name"] = name
+        if scale is not None:
+            entry["scale"] = float(scale)
         if head_dim_v is not None:
             entry["head_dim_v"] = head_dim_v
         if window is not None:
@@ -372,7 +380,7 @@ def compile_request(request, cache=None, verbose=None):
 def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             window=None, scale=None, score_mod=None, mask_mod=None,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
-            warps=None, q_in_regs=None, name="flashtile_attention",
+            warps=None, q_in_regs=None, name=DEFAULT_NAME,
             cache=None, verbose=None, sink=None, family="prefill",
             kv_warps=None, paged=False):
     """Compiles (or finds in the cache) the attention kernel with these

@@ -46,13 +46,32 @@ _F32, _INDEX, _I1, _I32 = "f32", "index", "i1", "i32"
 _DTYPES = {"float32": _F32, "int32": _I32}
 
 
-def _user_frame():
-    """file:line of the innermost frame outside this package."""
-    here = __file__.rsplit("/", 1)[0]
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if not frame.filename.startswith(here):
+_HERE = __file__.rsplit("/", 1)[0]
+
+
+def _is_library_file(filename):
+    """Whether `filename` is this package's or torch's: frames a user's
+    hook runs through (torch.nn.functional, torch.overrides) but did not
+    write."""
+    return (filename.startswith(_HERE) or "/torch/" in filename
+            or filename.startswith("<frozen "))
+
+
+def _user_frame(frames=None):
+    """file:line of the innermost frame outside this package and torch."""
+    frames = traceback.extract_stack()[:-1] if frames is None else frames
+    for frame in reversed(frames):
+        if not _is_library_file(frame.filename):
             return f"{frame.filename}:{frame.lineno}"
     return "<unknown>"
+
+
+def _user_source_line():
+    """The source text of the user's line (_user_frame), or ""."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if not _is_library_file(frame.filename):
+            return frame.line or ""
+    return ""
 
 
 def _fail(message):
@@ -164,8 +183,10 @@ class _Region:
                 literal = "true" if value else "false"
             else:
                 literal = str(int(value))
+            # A boolean attribute carries its type (i1): no `: i1` after it.
+            typed = "" if type_ == _I1 else f" : {type_}"
             self.constants[key] = self.emit(
-                f"arith.constant {literal} : {type_}", type_)
+                f"arith.constant {literal}{typed}", type_)
         return self.constants[key]
 
 
@@ -210,10 +231,22 @@ class Value:
               "or size a range; capture a tensor and read it with [...]")
 
     def __float__(self):
-        _fail("a hook value is symbolic: float() cannot convert it; use "
-              "flashtile.to_float")
+        # math.tanh(score) and friends land here (they call float() on
+        # their argument): name the hook function that replaces them.
+        import re
+        called = re.findall(r"\bmath\.([a-z0-9_]+)\s*\(", _user_source_line())
+        offer = [f"flashtile.{n}" for n in called if n in __all__]
+        if offer:
+            _fail(f"a hook value is symbolic: Python's math."
+                  f"{offer[0].split('.')[1]} cannot take it; use "
+                  f"{offer[0]} (torch.{offer[0].split('.')[1]} works too)")
+        _fail("a hook value is symbolic: float() and Python's math module "
+              "cannot take it; use flashtile's functions (flashtile.tanh, "
+              "flashtile.exp, ...) and flashtile.to_float for an index")
 
-    __int__ = __float__
+    def __int__(self):
+        _fail("a hook value is symbolic: int() cannot convert it; use "
+              "flashtile.to_index for a float")
 
     def __repr__(self):
         return f"<flashtile hook value {self.name}: {self.type}>"
@@ -297,8 +330,7 @@ def _lift(x, region, like=None):
                   f"arithmetic")
         return region.constant(x, _INDEX)
     if isinstance(x, _TensorArg):
-        _fail(f"tensor {x.name} is used as a value; read it with "
-              f"{x.name}[...]")
+        return x.value(region)
     _fail(f"a hook cannot compute with {type(x).__name__} values (numbers, "
           f"hook values and captured tensors only)")
 
@@ -508,9 +540,18 @@ class _TensorArg:
         self.arg = None
 
     def memref_type(self):
+        if self.rank == 0:  # a 0-d tensor: one element, no sizes or strides
+            return f"memref<{self.dtype}>"
         dims = "x".join(["?"] * self.rank)
         strides = ", ".join(["?"] * self.rank)
         return f"memref<{dims}x{self.dtype}, strided<[{strides}]>>"
+
+    def value(self, region):
+        """A 0-d tensor used as a number: its one element."""
+        if self.rank != 0:
+            _fail(f"tensor {self.name} is used as a value; read it with "
+                  f"{self.name}[...]")
+        return self.__getitem__(())
 
     def __getitem__(self, indices):
         if not isinstance(indices, tuple):
@@ -539,6 +580,25 @@ class _TensorArg:
     def __bool__(self):
         _fail(f"tensor {self.name} is captured by a hook: read it with "
               f"{self.name}[...]")
+
+    def _op(name):
+        # A 0-d tensor in arithmetic (`score + bias` with bias 0-d), as in
+        # torch: its element.
+        def fn(self, *others):
+            region = next((o.region for o in others if isinstance(o, Value)),
+                          None) or _region()
+            return getattr(self.value(region), name)(*others)
+        return fn
+
+    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                  "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
+                  "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+                  "__gt__", "__ge__", "__eq__", "__ne__", "__neg__",
+                  "__pow__", "__rpow__", "__and__", "__rand__", "__or__",
+                  "__ror__", "__invert__"):
+        locals()[_name] = _op(_name)
+    del _name, _op
+    __hash__ = None
 
 
 class _ScalarArg:
@@ -575,6 +635,17 @@ class _ScalarArg:
         locals()[_name] = _op(_name)
     del _name, _op
     __hash__ = None
+
+
+def _is_none_global_or_cell(fn, name):
+    code = fn.__code__
+    if name in code.co_freevars:
+        try:
+            return fn.__closure__[code.co_freevars.index(name)] \
+                .cell_contents is None
+        except ValueError:
+            return False
+    return name in fn.__globals__ and fn.__globals__[name] is None
 
 
 def tensor_dtype(t):
@@ -652,36 +723,115 @@ class _Kernel:
         return bound
 
 
+# The parameters of each hook kind, as FlexAttention names them.
+_SIGNATURES = {"score_mod": "(score, b, h, q_idx, kv_idx)",
+               "mask_mod": "(b, h, q_idx, kv_idx)", "sink": "(b, h)"}
+
+
+def _definition(fn):
+    code = getattr(fn, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+
+
+def _check_hook(fn, what, arity):
+    """`fn` is a Python function that takes the `arity` arguments of hook
+    kind `what`: a clear error at its definition otherwise (a mask_mod
+    passed as score_mod, a lambda with a missing parameter)."""
+    if not isinstance(fn, types.FunctionType):
+        raise FlashTileError(
+            f"{what} must be a Python function {what}{_SIGNATURES[what]}, "
+            f"got {type(fn).__name__}")
+    import inspect
+    try:
+        inspect.signature(fn).bind(*range(arity))
+    except TypeError:
+        others = [k for k, sig in _SIGNATURES.items()
+                  if k != what and sig.count(",") + 1 == fn.__code__.co_argcount]
+        hint = (f"; it takes {fn.__code__.co_argcount} arguments, as a "
+                f"{others[0]} does: was it meant as {others[0]}=?"
+                if others else "")
+        raise FlashTileError(
+            f"{_definition(fn)}: {what} {fn.__name__} must take "
+            f"{_SIGNATURES[what]}{hint}") from None
+
+
 def _trace(kernel, fn, params, result_type, what, captures):
+    _check_hook(fn, what, len(params))
     region = _Region(kernel)
     args = [Value(region, f"%{p}", t) for p, t in params]
     _current.append(region)
     try:
         result = kernel.bind(fn, captures)(*args)
+    except (TypeError, AttributeError, IndexError, KeyError,
+            ZeroDivisionError) as e:
+        # Python itself refused what the hook did with a traced value (a
+        # captured name that is still None, an unsupported operand): the
+        # user's line and what to do, not a raw error from inside tracing.
+        frames = traceback.extract_tb(e.__traceback__)
+        where = _user_frame(frames)
+        unset = [n for n in fn.__code__.co_freevars + fn.__code__.co_names
+                 if n not in (captures or {}) and
+                 _is_none_global_or_cell(fn, n)]
+        hint = ""
+        if unset:
+            hint = (f"; {', '.join(unset)} is None while the hook is traced: "
+                    f"set it to a tensor first, or give its dtype and rank "
+                    f"in `captures` (e.g. \"captures\": {{\"{unset[0]}\": "
+                    f"[\"int32\", 1]}} in a prebuild manifest)")
+        raise FlashTileError(f"{where}: {what} {fn.__name__} cannot be "
+                             f"traced: {e}{hint}") from None
     finally:
         _current.pop()
+    where = _definition(fn)
     if result is None:
-        raise FlashTileError(f"{what} {fn.__name__} returned None; it must "
-                             f"return a {result_type} hook value")
+        raise FlashTileError(f"{where}: {what} {fn.__name__} returned None; "
+                             f"it must return a {result_type} hook value")
     if isinstance(result, bool) and result_type == _I1:
         result = region.constant(result, _I1)
+    elif isinstance(result, _TensorArg) and result.rank == 0:
+        _current.append(region)
+        try:
+            result = result.value(region)
+        finally:
+            _current.pop()
     elif not isinstance(result, Value):
         if result_type == _F32 and isinstance(result, (int, float)):
             result = region.constant(float(result), _F32)
         else:
             raise FlashTileError(
-                f"{what} {fn.__name__} must return a {result_type} hook "
-                f"value, got {type(result).__name__}")
+                f"{where}: {what} {fn.__name__} must return a {result_type} "
+                f"hook value, got {type(result).__name__}")
     if result_type == _F32 and result.type == _INDEX:
         result = to_float(result)
     if result.type != result_type:
         kind = "a score (f32)" if result_type == _F32 else "a condition"
-        raise FlashTileError(f"{what} {fn.__name__} must return {kind}, got "
-                             f"{result.type}")
+        fix = (" (a comparison such as q_idx >= kv_idx, or a combination of "
+               "them with & | ~)" if result_type == _I1 else "")
+        raise FlashTileError(f"{where}: {what} {fn.__name__} must return "
+                             f"{kind}{fix}, got {result.type}")
     header = ", ".join(f"%{p}: {t}" for p, t in params)
     body = [f"^bb0({header}):"] + ["  " + line for line in region.lines]
     body.append(f"  attn.yield {result.name} : {result_type}")
     return body
+
+
+def check_window(window):
+    """`window` as a (left, right) tuple of ints, or None; a FlashTileError
+    that shows the form otherwise (window=512 is not a window)."""
+    if window is None:
+        return None
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        left = right = None
+    if any(isinstance(x, bool) or not isinstance(x, int)
+           for x in (left, right)):
+        raise FlashTileError(
+            f"window must be a (left, right) pair of ints, the keys each "
+            f"query sees before and after its own position (-1: no limit on "
+            f"that side), e.g. window=(512, 0) for a causal sliding window "
+            f"of 512 keys; got {window!r}")
+    return (left, right)
 
 
 # The argument name of a paged kernel's block table (kernel_ir(paged=True)).
@@ -744,6 +894,7 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
     attrs = []
     if causal:
         attrs.append("causal")
+    window = check_window(window)
     if window is not None:
         left, right = window
         attrs.append(f"window_left = {int(left)}")
@@ -784,6 +935,10 @@ def _sigmoid(x):
     return 1.0 / (1.0 + exp(-to_float(x)))
 
 
+def _relu(x, inplace=False):
+    return maximum(x, 0.0 if isinstance(x, Value) and x.type == _F32 else 0)
+
+
 # torch functions a hook may call on hook values, by __name__.
 _TORCH_FUNCTIONS = {
     "tanh": lambda x: tanh(x), "exp": lambda x: exp(x),
@@ -795,18 +950,24 @@ _TORCH_FUNCTIONS = {
     "pow": lambda x, y: pow(x, y), "minimum": lambda x, y: minimum(x, y),
     "maximum": lambda x, y: maximum(x, y),
     "where": lambda c, a, b: where(c, a, b), "clamp": _clamp,
-    "sigmoid": _sigmoid,
+    "sigmoid": _sigmoid, "relu": _relu,
 }
 
 
-def read_captures(functions, extras):
+def read_captures(functions, extras, bindings=None):
     """The current values of the extra arguments `extras` (kernel_ir's list)
     as the hook `functions` capture them now (a closure cell or a global may
-    have been rebound since tracing; a Scalar's value may have changed):
+    have been rebound since tracing; a Scalar's value may have changed), or
+    as this call binds them (`bindings`: captured name -> value, what the
+    package's own hooks read, per call and never through a module global):
     {argument name: tensor or number}."""
+    bindings = bindings or {}
     values = {}
     for name, kind, traced, variable in extras:
         value = traced
+        if variable in bindings:
+            values[name] = bindings[variable]
+            continue
         for fn in functions:
             if fn is None:
                 continue
@@ -822,3 +983,103 @@ def read_captures(functions, extras):
             value = value.value
         values[name] = value
     return values
+
+
+# What a hook's trace depends on, for the in-memory kernel memo of
+# flashtile.attention: the traced IR is decided by each hook's code and by
+# the values tracing reads (closure cells, the globals it names, defaults),
+# recursively through the Python functions it calls. trace_guard digests
+# those values; where one is of a kind it cannot vouch for (an arbitrary
+# object whose attributes the hook may read), there is no guard and the
+# caller traces again and keys by the IR. This is the rule FlexAttention
+# gets from Dynamo's guards: a changed closure constant is a new kernel.
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+_STABLE_MODULES = ("flashtile", "torch", "math", "builtins", "operator")
+
+
+class _Unguardable(Exception):
+    pass
+
+
+def _code_names(code):
+    """The global and attribute names `code` and the code nested in it
+    (lambdas, inner functions) read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _guard_value(value, names, state, depth):
+    if isinstance(value, _PLAIN):
+        return (type(value).__name__, value)
+    if isinstance(value, Scalar):  # a run-time argument: its kind and name
+        return ("scalar", value.name, isinstance(value.value, int))
+    if _is_tensor(value):
+        # Read at each call: only its dtype and rank enter the IR, and which
+        # captures are one tensor (one argument).
+        first = state.setdefault(id(value), len(state))
+        return ("tensor", tensor_dtype(value), len(value.shape), first)
+    if isinstance(value, TensorSpec):
+        return ("tensor", value.dtype, len(value.shape), None)
+    if depth > 6:
+        raise _Unguardable
+    if isinstance(value, types.FunctionType):
+        module = getattr(value, "__module__", "") or ""
+        if module.split(".")[0] in _STABLE_MODULES:
+            return value
+        return ("fn", _guard_function(value, state, depth + 1))
+    if isinstance(value, types.ModuleType):
+        if value.__name__.split(".")[0] in _STABLE_MODULES:
+            return value
+        return ("module", value.__name__, tuple(
+            (n, _guard_value(getattr(value, n), names, state, depth + 1))
+            for n in sorted(names) if hasattr(value, n)))
+    if isinstance(value, (types.BuiltinFunctionType, type)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(
+            _guard_value(v, names, state, depth + 1) for v in value))
+    if isinstance(value, dict) and all(isinstance(k, _PLAIN) for k in value):
+        return ("dict", tuple(sorted(
+            (repr(k), _guard_value(v, names, state, depth + 1))
+            for k, v in value.items())))
+    raise _Unguardable
+
+
+def _guard_function(fn, state, depth):
+    code = fn.__code__
+    names = _code_names(code)
+    cells = []
+    for cell in fn.__closure__ or ():
+        try:
+            cells.append(_guard_value(cell.cell_contents, names, state,
+                                      depth))
+        except ValueError:  # an empty cell
+            cells.append(("empty",))
+    globals_ = tuple((n, _guard_value(fn.__globals__[n], names, state, depth))
+                     for n in sorted(names) if n in fn.__globals__)
+    defaults = _guard_value(fn.__defaults__, names, state, depth)
+    kwdefaults = _guard_value(fn.__kwdefaults__, names, state, depth)
+    return (code, tuple(cells), globals_, defaults, kwdefaults)
+
+
+def trace_guard(functions, bindings=None):
+    """A hashable digest of everything tracing the hook `functions` (None
+    entries allowed) with `bindings` (captured name -> value) reads, equal
+    for two calls exactly when their traces are; None when a hook reads a
+    value of a kind the digest cannot vouch for."""
+    state = {}
+    try:
+        hooks = tuple(None if fn is None else
+                      _guard_function(fn, state, 0) if
+                      isinstance(fn, types.FunctionType) else ("other", fn)
+                      for fn in functions)
+        bound = tuple(sorted((name, _guard_value(value, (), state, 0))
+                             for name, value in (bindings or {}).items()))
+        guard = (hooks, bound)
+        hash(guard)
+    except (_Unguardable, TypeError):
+        return None
+    return guard

@@ -234,6 +234,29 @@ class CacheTest(unittest.TestCase):
         kernel = self.build(score_mod=module.bias)
         self.assertEqual(kernel.key, keys[0])
         self.assertEqual(self.calls, calls)
+        # The entry a request prints (the cache-miss error's) builds that
+        # request's key: scale and name enter the traced IR, so they are in
+        # it.
+        request = ftc.KernelRequest(64, causal=True, score_mod=module.bias,
+                                    scale=0.3, name="scaled", isa="sm_90")
+        printed = request.manifest_entry
+        self.assertEqual((printed["scale"], printed["name"]), (0.3, "scaled"))
+        printed["hooks"] = "my_hooks.py"
+        printed["captures"] = {"TABLE": ["float32", 1]}
+        with open(manifest, "w") as f:
+            json.dump({"kernels": [printed]}, f)
+        with contextlib.redirect_stderr(io.StringIO()):
+            keys = prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertEqual(keys, [ftc.cache_key(request)])
+        # A capture that is None when the hooks file is imported, with no
+        # `captures` entry: an error that names `captures`.
+        del printed["captures"]
+        with open(manifest, "w") as f:
+            json.dump({"kernels": [printed]}, f)
+        with self.assertRaises(FlashTileError) as e:
+            prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertIn("TABLE is None while the hook is traced", str(e.exception))
+        self.assertIn("`captures`", str(e.exception))
         # A bad manifest: a clear error.
         with open(manifest, "w") as f:
             json.dump({"hooks": "my_hooks.py",

@@ -68,6 +68,34 @@ def t5(score, b, h, q_idx, kv_idx):
     return score + BIAS[h, side + flashtile.where(n < 8, n, flashtile.minimum(far, 15))]
 
 
+def noop_mask(b, h, q_idx, kv_idx):
+    return True
+
+
+def inverted(b, h, q_idx, kv_idx):
+    return ~(q_idx < kv_idx) & True
+
+
+# attention-gym's block-diffusion mask: Python booleans and conditions.
+def block_diffusion(b, h, q_idx, kv_idx):
+    n, size = 256, 32
+    x0_q, x0_kv = q_idx >= n, kv_idx >= n
+    block_q = flashtile.where(x0_q, (q_idx - n) // size, q_idx // size)
+    block_kv = flashtile.where(x0_kv, (kv_idx - n) // size, kv_idx // size)
+    diagonal = (block_q == block_kv) & (x0_q == x0_kv)
+    offset = (block_q > block_kv) & x0_kv & (x0_q == False)  # noqa: E712
+    causal = (block_q >= block_kv) & x0_kv & x0_q
+    return diagonal | offset | causal
+
+
+BIAS0 = FakeTensor("torch.float32", ())
+SCALE0 = FakeTensor("torch.float32", ())
+
+
+def zero_dim_bias(score, b, h, q_idx, kv_idx):
+    return score * SCALE0[()] + BIAS0
+
+
 def this_line(offset=0):
     import inspect
     frame = inspect.currentframe().f_back
@@ -156,6 +184,21 @@ class TraceTest(unittest.TestCase):
         self.assertIn("^bb0(%b: index, %h: index):", ir)
         self.assertIn("memref.load %x0[%h] : memref<?xf32, strided<[?]>>", ir)
 
+    def test_python_booleans(self):
+        # torch's noop_mask and masks that combine Python booleans: the
+        # constant has no `: i1` (the parser refuses one after `true`).
+        ir, _ = kernel_ir("k", 64, mask_mod=noop_mask)
+        self.assertIn("arith.constant true\n", ir)
+        self.assertNotIn("true : i1", ir)
+        ir, _ = kernel_ir("k", 64, mask_mod=inverted)
+        self.assertIn("arith.xori", ir)
+
+    def test_zero_dim_capture(self):
+        ir, extras = kernel_ir("k", 64, score_mod=zero_dim_bias)
+        self.assertIn("%x0: memref<f32>, %x1: memref<f32>", ir)
+        self.assertIn("memref.load %x1[] : memref<f32>", ir)
+        self.assertEqual([e[0] for e in extras], ["SCALE0", "BIAS0"])
+
     def test_tracing_is_deterministic(self):
         first = kernel_ir("t5", 128, score_mod=t5)[0]
         self.assertEqual(first, kernel_ir("t5", 128, score_mod=t5)[0])
@@ -180,11 +223,71 @@ class ErrorTest(unittest.TestCase):
                            lambda: kernel_ir("k", 64, score_mod=branchy))
 
     def test_wrong_return_types(self):
-        self.assertErrorAt(None, "mask_mod bad must return a condition, got f32",
-                           lambda: kernel_ir("k", 64, mask_mod=self.bad_mask()))
+        bad = self.bad_mask()
+        self.assertErrorAt(f"{__file__}:{bad.__code__.co_firstlineno}",
+                           "mask_mod bad must return a condition",
+                           lambda: kernel_ir("k", 64, mask_mod=bad))
+        self.assertErrorAt(None, "got f32",
+                           lambda: kernel_ir("k", 64, mask_mod=bad))
         self.assertErrorAt(None, "returned None",
                            lambda: kernel_ir("k", 64,
                                              score_mod=lambda *a: None))
+
+    def test_wrong_signatures(self):
+        def causal(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+        line = f"{__file__}:{causal.__code__.co_firstlineno}"
+        self.assertErrorAt(line, "score_mod causal must take (score, b, h, "
+                           "q_idx, kv_idx); it takes 4 arguments, as a "
+                           "mask_mod does: was it meant as mask_mod=?",
+                           lambda: kernel_ir("k", 64, score_mod=causal))
+        self.assertErrorAt(None, "mask_mod must be a Python function",
+                           lambda: kernel_ir("k", 64, mask_mod=42))
+        self.assertErrorAt(None, "mask_mod <lambda> must take (b, h, q_idx, "
+                           "kv_idx)", lambda: kernel_ir(
+                               "k", 64, mask_mod=lambda b, h, q: q > 0))
+
+    def test_python_math_names_the_hook_function(self):
+        import math
+
+        def capped(score, b, h, q_idx, kv_idx):
+            return 30 * math.tanh(score / 30)
+        line = f"{__file__}:{capped.__code__.co_firstlineno + 1}"
+        self.assertErrorAt(line, "Python's math.tanh cannot take it; use "
+                           "flashtile.tanh",
+                           lambda: kernel_ir("k", 64, score_mod=capped))
+
+    def test_error_inside_torch_points_at_the_user_line(self):
+        # A torch function that reaches __torch_function__ from torch's own
+        # files (F.gelu -> torch/overrides.py): the error names the user's
+        # line, not torch's.
+        namespace = {}
+        exec(compile("def gelu(x):\n"
+                     "    return type(x).__torch_function__(gelu, (), (x,))\n",
+                     "/site-packages/torch/nn/functional.py", "exec"),
+             namespace)
+        gelu = namespace["gelu"]
+
+        def activated(score, b, h, q_idx, kv_idx):
+            return gelu(score)
+        line = f"{__file__}:{activated.__code__.co_firstlineno + 1}"
+        self.assertErrorAt(line, "torch.gelu is not supported in hooks",
+                           lambda: kernel_ir("k", 64, score_mod=activated))
+
+    def test_unset_capture_names_captures(self):
+        global UNSET
+        UNSET = None
+
+        def lengths(b, h, q_idx, kv_idx):
+            return kv_idx < UNSET[b]
+        line = f"{__file__}:{lengths.__code__.co_firstlineno + 1}"
+        self.assertErrorAt(line, "UNSET is None while the hook is traced",
+                           lambda: kernel_ir("k", 64, mask_mod=lengths))
+        self.assertErrorAt(None, "`captures`",
+                           lambda: kernel_ir("k", 64, mask_mod=lengths))
+        ir, extras = kernel_ir("k", 64, mask_mod=lengths, captures={
+            "UNSET": flashtile.TensorSpec("int32", 1)})
+        self.assertIn("memref<?xi32, strided<[?]>>", ir)
 
     def bad_mask(self):
         def bad(b, h, q_idx, kv_idx):
@@ -231,7 +334,11 @@ class CompilerAcceptsTest(unittest.TestCase):
                  "document": dict(mask_mod=make_document(doc), causal=True),
                  "prefix": dict(mask_mod=make_prefix(flashtile.scalar(8))),
                  "chunked": dict(mask_mod=chunked, causal=True),
-                 "t5": dict(score_mod=t5)}
+                 "t5": dict(score_mod=t5),
+                 "noop": dict(mask_mod=noop_mask),
+                 "inverted": dict(mask_mod=inverted),
+                 "block_diffusion": dict(mask_mod=block_diffusion),
+                 "zero_dim": dict(score_mod=zero_dim_bias)}
         with tempfile.TemporaryDirectory() as tmp:
             for name, kw in cases.items():
                 path = os.path.join(tmp, name + ".mlir")
