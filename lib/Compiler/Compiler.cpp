@@ -448,14 +448,3 @@ flashtile::compileSource(MLIRContext &ctx, StringRef source,
     return failure();
   return compile(*module, options);
 }
-
-FailureOr<CompiledKernel> flashtile::compile(MLIRContext &ctx,
-                                             const dsl::AttentionSpec &spec,
-                                             const CompileOptions &options) {
-  registerCompilerDialects(ctx);
-  Location loc = NameLoc::get(StringAttr::get(&ctx, "spec:" + spec.name));
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  if (failed(dsl::buildAttentionKernel(*module, spec, loc)))
-    return failure();
-  return compile(*module, options);
-}

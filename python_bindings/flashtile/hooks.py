@@ -198,8 +198,12 @@ def _float_literal(value):
         return bits
     # The shortest repr that round-trips through f32 is not needed: the
     # parser rounds the double to f32, as the C++ DSL's float constant does.
-    text = repr(value)
-    return text if ("e" in text or "." in text) else text + ".0"
+    # MLIR's float literal needs a point in the mantissa: 1e-06 is a
+    # parse error (and 30 an integer), 1.0e-06 and 30.0 are floats.
+    mantissa, e, exponent = repr(value).partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
 
 
 _current = []

@@ -96,6 +96,10 @@ def zero_dim_bias(score, b, h, q_idx, kv_idx):
     return score * SCALE0[()] + BIAS0
 
 
+def tiny_constant(score, b, h, q_idx, kv_idx):
+    return score + 1e-6 * flashtile.to_float(kv_idx)
+
+
 def this_line(offset=0):
     import inspect
     frame = inspect.currentframe().f_back
@@ -192,6 +196,13 @@ class TraceTest(unittest.TestCase):
         self.assertNotIn("true : i1", ir)
         ir, _ = kernel_ir("k", 64, mask_mod=inverted)
         self.assertIn("arith.xori", ir)
+
+    def test_float_literals_parse(self):
+        from flashtile.hooks import _float_literal
+        self.assertEqual(_float_literal(1e-6), "1.0e-06")
+        self.assertEqual(_float_literal(30), "30.0")
+        self.assertEqual(_float_literal(2.5e20), "2.5e+20")
+        self.assertEqual(_float_literal(float("-inf")), "0xFF800000")
 
     def test_zero_dim_capture(self):
         ir, extras = kernel_ir("k", 64, score_mod=zero_dim_bias)
@@ -338,7 +349,8 @@ class CompilerAcceptsTest(unittest.TestCase):
                  "noop": dict(mask_mod=noop_mask),
                  "inverted": dict(mask_mod=inverted),
                  "block_diffusion": dict(mask_mod=block_diffusion),
-                 "zero_dim": dict(score_mod=zero_dim_bias)}
+                 "zero_dim": dict(score_mod=zero_dim_bias),
+                 "tiny_constant": dict(score_mod=tiny_constant)}
         with tempfile.TemporaryDirectory() as tmp:
             for name, kw in cases.items():
                 path = os.path.join(tmp, name + ".mlir")

@@ -1,7 +1,6 @@
 //===- DSLHooksTest.cpp - Hook lambdas trace into hook regions ------------===//
 
-#include "flashtile/Compiler/Compiler.h"
-#include "flashtile/DSL/FlashAttention.h"
+#include "flashtile/DSL/Compile.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Compiler/Compiler.h"
+#include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/Compiler/Input.h"
 
 #include "mlir/IR/BuiltinOps.h"

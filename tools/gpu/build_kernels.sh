@@ -190,4 +190,10 @@ if [ "$mode" != quick ]; then
     --cache "$root/.gpu/cache" > "$out/../prebuild.log" 2>&1 ||
     { cat "$out/../prebuild.log"; exit 1; }
   echo "prebuilt $(grep -c '^[0-9a-f]\{64\} ' "$out/../prebuild.log") Python-example kernels into .gpu/cache"
+  # check_defects.py's kernels, traced as its calls trace them.
+  PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
+    python3 "$root/tools/gpu/check_defects.py" --prebuild "$root/.gpu/cache" \
+    > "$out/../prebuild-defects.log" 2>&1 ||
+    { cat "$out/../prebuild-defects.log"; exit 1; }
+  echo "prebuilt $(grep -c '^[0-9a-f]\{64\} ' "$out/../prebuild-defects.log") defect-check kernels into .gpu/cache"
 fi

@@ -26,6 +26,8 @@
 #      compute-sanitizer's four tools on one of them
 #  12. reliability: check_reliability.py (a 500-shape random sweep against
 #      float64, edge-case numerics, bit-identical outputs run to run)
+#  13. defects: check_defects.py (issue 22's defects found from outside,
+#      against float64)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -272,6 +274,16 @@ stage pip-runtime-only "$(verdict $status)" "$(tail -1 "$out/pip.log") (pip.log)
   timeout 420 python3 "$root/tools/gpu/check_python.py") > "$out/python.txt" 2>&1
 status=$?
 stage python "$(verdict $status)" "$(grep -E 'cases passed' "$out/python.txt" | tail -1) (python.txt)"
+fi
+
+# 13. The defects found from outside (issue 22), against float64: a changed
+# hook constant recompiles, x ** n of negative x, batch_size() in every
+# kernel, Python booleans, 0-d captures, concurrent decode calls.
+if want defects; then
+(cd "$out" && FLASHTILE_CACHE_DIR="$root/.gpu/cache" \
+  timeout 300 python3 "$root/tools/gpu/check_defects.py") > "$out/defects.txt" 2>&1
+status=$?
+stage defects "$(verdict $status)" "$(grep -E 'cases passed' "$out/defects.txt" | tail -1) (defects.txt)"
 fi
 
 {

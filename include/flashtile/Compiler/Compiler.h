@@ -1,7 +1,7 @@
 //===- Compiler.h - The compile API: kernel to artifacts --------*- C++ -*-===//
 //
 // One call takes an attention kernel (a module holding one kernel-level
-// `attn.kernel`, or a DSL spec) through the whole compiler and returns every
+// `attn.kernel`) through the whole compiler and returns every
 // stage: the tile IR, the LLVM + NVVM dialect IR, the LLVM IR, the PTX, the
 // cubin with ptxas's resource figures, the occupancy and the launch plan.
 // The driver, flashtile-opt, the Python binding and the tests are clients of
@@ -9,11 +9,13 @@
 //
 //   MLIRContext ctx;
 //   flashtile::registerCompilerDialects(ctx);
-//   flashtile::dsl::AttentionSpec spec;  spec.headDim = 128;
-//   flashtile::CompileOptions options;
-//   FailureOr<flashtile::CompiledKernel> k =
-//       flashtile::compile(ctx, spec, options);
+//   std::string diagnostics;
+//   FailureOr<flashtile::CompiledKernel> k = flashtile::compileSource(
+//       ctx, text, "kernel.mlir", flashtile::CompileOptions(), diagnostics);
 //   k->ptx, k->cubin->cubin, plan::writeJson(k->launchPlan)
+//
+// A DSL spec compiles through flashtile/DSL/Compile.h: the DSL sits above
+// the compiler, which never includes it.
 //
 // Errors are MLIR diagnostics at the kernel's location; a failed compile
 // returns failure() and leaves nothing behind.
@@ -23,7 +25,6 @@
 #ifndef FLASHTILE_COMPILER_COMPILER_H
 #define FLASHTILE_COMPILER_COMPILER_H
 
-#include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Runtime/LaunchPlan.h"
@@ -115,11 +116,6 @@ mlir::FailureOr<CompiledKernel> compileSource(mlir::MLIRContext &ctx,
                                               llvm::StringRef bufferName,
                                               const CompileOptions &options,
                                               std::string &diagnostics);
-
-/// Builds the kernel of `spec` (dsl::buildAttentionKernel) and compiles it.
-mlir::FailureOr<CompiledKernel> compile(mlir::MLIRContext &ctx,
-                                        const dsl::AttentionSpec &spec,
-                                        const CompileOptions &options);
 
 /// Whether `kernel` is a tile program (the tile language's, or an expanded
 /// kernel): it holds no attn.attention.

@@ -1,6 +1,6 @@
 // A program outside the tree that compiles a kernel through the installed
 // compile API and prints what it got.
-#include "flashtile/Compiler/Compiler.h"
+#include "flashtile/DSL/Compile.h"
 
 #include <cstdio>
 
