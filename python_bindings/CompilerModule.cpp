@@ -125,14 +125,6 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
         "Compiles kernel-level attn IR text: {name, ptx, cubin, plan, "
         "report, warnings}. Raises FlashTileError with the diagnostics.");
-  m.def("padded_head_dim", &flashtile::attn::getPaddedHeadDim,
-        py::arg("head_dim"),
-        "The head dim as shared buffers and fragments hold it (the "
-        "compiler's rule, getPaddedHeadDim).");
-  m.def("default_softmax_scale", &flashtile::attn::getDefaultSoftmaxScale,
-        py::arg("head_dim"),
-        "The softmax scale a kernel takes when none is given (the "
-        "compiler's rule, getDefaultSoftmaxScale).");
   m.def("find_ptxas", &findPtxasPath,
         "The ptxas the compiler runs; raises FlashTileError naming where it "
         "looked.");

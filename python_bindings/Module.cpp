@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Runtime/Runtime.h"
 
 #include <pybind11/pybind11.h>
@@ -433,6 +434,15 @@ PYBIND11_MODULE(_runtime, m) {
 
   m.attr("FORMAT_NAME") = plan::kFormatName;
   m.attr("FORMAT_VERSION") = plan::kFormatVersion;
+
+  // The rules a front end traces by (flashtile/ABI/KernelRules.h), here in
+  // the LLVM-free extension so that a runtime-only installation traces the
+  // IR, and so the cache key, the compiler would.
+  m.def("padded_head_dim", &flashtile::abi::getPaddedHeadDim, py::arg("head_dim"),
+        "The head dim as shared buffers and fragments hold it.");
+  m.def("default_softmax_scale", &flashtile::abi::getDefaultSoftmaxScale,
+        py::arg("head_dim"),
+        "The softmax scale a kernel takes when none is given.");
 
   m.def(
       "parse_plan",

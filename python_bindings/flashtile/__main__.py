@@ -12,6 +12,11 @@ serves every shape). MANIFEST is JSON:
         "arch": "sm_120", "isa": "sm_90",
         "captures": {"SLOPES": ["float32", 1]}}]}
 
+A tile program (flashtile.tile) is an entry with "tile_program" naming its
+function, head_dim, dtype, and its config (tile_m, tile_n, stages, warps,
+q_in_regs) where not the default: what TileRequest.manifest_entry, and a
+runtime-only cache miss, print.
+
 `hooks` is relative to the manifest (a kernel may name its own `hooks`
 file, as the error of a runtime-only cache miss prints it); `score_mod` /
 `mask_mod` name its functions; `captures` gives (dtype, rank) for each tensor a hook captures
@@ -33,7 +38,7 @@ _FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
            "sink", "window",
            "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
            "stages", "warps", "q_in_regs", "family", "kv_warps", "paged",
-           "scale", "name"}
+           "scale", "name", "tile_program"}
 
 
 def _load_hooks(path):
@@ -76,6 +81,15 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
             raise FlashTileError(f"{where}: unknown field(s) "
                                  f"{', '.join(sorted(unknown))}")
         module = hooks_module(entry.get("hooks") or manifest.get("hooks"))
+        captures = {name: TensorSpec(*spec)
+                    for name, spec in (entry.get("captures") or {}).items()}
+        if "tile_program" in entry:
+            request = _tile_request(entry, module, hooks_module, captures,
+                                    where, manifest)
+            kernel = compiler.compile_request(request, cache=cache)
+            print(f"{kernel.key}  {request.description}", file=out)
+            keys.append(kernel.key)
+            continue
         hooks = {}
         for kind in ("score_mod", "mask_mod", "sink"):
             name = entry.get(kind)
@@ -83,18 +97,9 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
                 continue
             # "module:function" names a function of an importable module
             # (the package's own hooks: "flashtile._varlen:causal_mask").
-            source = entry.get("hooks") or manifest.get("hooks")
-            owner = module
-            if ":" in name:
-                source, name = name.split(":", 1)
-                owner = hooks_module(source)
-            fn = getattr(owner, name, None) if owner else None
-            if fn is None:
-                raise FlashTileError(
-                    f"{where}: {kind} {name!r} is not defined in {source}")
-            hooks[kind] = fn
-        captures = {name: TensorSpec(*spec)
-                    for name, spec in (entry.get("captures") or {}).items()}
+            hooks[kind] = _function(name, module, hooks_module,
+                                    entry.get("hooks") or manifest.get("hooks"),
+                                    where, kind)
         request = compiler.KernelRequest(
             entry["head_dim"], entry.get("dtype", "bf16"),
             entry.get("head_dim_v"), bool(entry.get("causal", False)),
@@ -111,6 +116,43 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
         print(f"{kernel.key}  {request.description}", file=out)
         keys.append(kernel.key)
     return keys
+
+
+def _function(name, module, hooks_module, source, where, kind):
+    """The function `name` of the hooks file `module`, or of an importable
+    module with "module:function"."""
+    owner = module
+    if ":" in name:
+        source, name = name.split(":", 1)
+        owner = hooks_module(source)
+    fn = getattr(owner, name, None) if owner else None
+    if fn is None:
+        raise FlashTileError(f"{where}: {kind} {name!r} is not defined in "
+                             f"{source}")
+    return fn
+
+
+def _tile_request(entry, module, hooks_module, captures, where, manifest):
+    """The request of a manifest entry naming a tile program (the entry
+    TileRequest.manifest_entry prints)."""
+    from .tile import TileRequest
+    unknown = set(entry) - set(TileRequest.FIELDS) - {
+        "tile_program", "hooks", "captures"}
+    if unknown:
+        raise FlashTileError(f"{where}: field(s) {', '.join(sorted(unknown))} "
+                             f"do not apply to a tile program (it states "
+                             f"its config)")
+    if "head_dim" not in entry:
+        raise FlashTileError(f"{where}: a tile program needs head_dim")
+    program = _function(entry["tile_program"], module, hooks_module,
+                        entry.get("hooks") or manifest.get("hooks"), where,
+                        "tile_program")
+    options = {k: entry.get(k, default)
+               for k, default in TileRequest.FIELDS.items()}
+    head_dim = options.pop("head_dim")
+    dtype = options.pop("dtype")
+    return TileRequest(program, head_dim, dtype, captures=captures or None,
+                       **options)
 
 
 def main(argv=None):

@@ -22,6 +22,7 @@ $FLASHTILE_CACHE_DIR (default ~/.cache/flashtile), one folder per key:
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,12 +180,19 @@ class KernelRequest:
                             f"{f' (isa {isa})' if isa else ''}")
 
 
+# An MLIR source location a tile program's op carries (the user's file and
+# line, for the compiler's errors): not part of what the kernel is, so not
+# of its key. The same program from another folder is the same kernel.
+_LOCATION = re.compile(r' loc\("(?:[^"\\]|\\.)*":\d+:\d+\)')
+
+
 def cache_key(request, ptxas=None):
     """The cache key of `request` (pure Python: the same in a runtime-only
     installation)."""
     version = _build.VERSION if _build else "unbuilt"
     build_id = _build.BUILD_ID if _build else "unbuilt"
-    fields = {"format": _CACHE_FORMAT, "ir": request.ir, "arch": request.arch,
+    fields = {"format": _CACHE_FORMAT, "ir": _LOCATION.sub("", request.ir),
+              "arch": request.arch,
               "isa": request.isa or request.arch, "pins": request.pins,
               "version": version, "build_id": build_id,
               "ptxas": ptxas or ptxas_version()}

@@ -741,22 +741,24 @@ def _check_hook(fn, what, arity):
     """`fn` is a Python function that takes the `arity` arguments of hook
     kind `what`: a clear error at its definition otherwise (a mask_mod
     passed as score_mod, a lambda with a missing parameter)."""
+    signature = _SIGNATURES.get(what, f"({arity} arguments)")
     if not isinstance(fn, types.FunctionType):
         raise FlashTileError(
-            f"{what} must be a Python function {what}{_SIGNATURES[what]}, "
+            f"{what} must be a Python function {what}{signature}, "
             f"got {type(fn).__name__}")
     import inspect
     try:
         inspect.signature(fn).bind(*range(arity))
     except TypeError:
         others = [k for k, sig in _SIGNATURES.items()
-                  if k != what and sig.count(",") + 1 == fn.__code__.co_argcount]
+                  if k != what and what in _SIGNATURES and
+                  sig.count(",") + 1 == fn.__code__.co_argcount]
         hint = (f"; it takes {fn.__code__.co_argcount} arguments, as a "
                 f"{others[0]} does: was it meant as {others[0]}=?"
                 if others else "")
         raise FlashTileError(
             f"{_definition(fn)}: {what} {fn.__name__} must take "
-            f"{_SIGNATURES[what]}{hint}") from None
+            f"{signature}{hint}") from None
 
 
 def _trace(kernel, fn, params, result_type, what, captures):

@@ -51,7 +51,8 @@ import re
 from . import FlashTileError
 from . import hooks as _hooks
 
-__all__ = ["TileProgram", "Frag", "Buffer", "program_ir", "compile"]
+__all__ = ["TileProgram", "TileRequest", "Frag", "Buffer", "program_ir",
+           "compile"]
 
 _F32 = "f32"
 _INF = float("inf")
@@ -116,7 +117,7 @@ class TileProgram:
     `q`, `k`, `v`."""
 
     def __init__(self, name, head_dim, dtype, head_dim_v, tile_m, tile_n,
-                 stages, warps, q_in_regs, arch):
+                 stages, warps, q_in_regs, arch, captures=None):
         if dtype not in ("f16", "bf16"):
             raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
         self.name, self.dtype, self.arch = name, dtype, arch
@@ -127,6 +128,9 @@ class TileProgram:
         self.stages, self.warps, self.q_in_regs = stages, warps, q_in_regs
         self.q, self.k, self.v = "%q", "%k", "%v"
         self._kernel = _hooks._Kernel()
+        # Names the map bodies and hooks capture, traced as these stand-ins
+        # (TensorSpec) instead: prebuilding where the tensors are not set.
+        self._captures = captures
         self._lines = []
         self._indent = "    "
         self._next = 0
@@ -192,7 +196,7 @@ class TileProgram:
         """The run-time softmax scale; its default `default`, else the
         compiler's (1 / sqrt(head_dim))."""
         value = default if default is not None else \
-            _compiler().default_softmax_scale(self._dims[0])
+            _rules().default_softmax_scale(self._dims[0])
         return _Scalar(self._emit(
             f"attn.softmax_scale {{default_value = "
             f"{_hooks._float_literal(value)} : f32}} : f32")[0])
@@ -282,7 +286,8 @@ class TileProgram:
         params.append(("row", "index"))
         if len(shape) == 2:
             params.append(("col", "index"))
-        body = _hooks._trace(self._kernel, fn, params, _F32, "map", None)
+        body = _hooks._trace(self._kernel, fn, params, _F32, "map",
+                             self._captures)
         result = Frag(self._name(), shape, _F32)
         names = ", ".join(o.name for o in operands)
         self._lines.append(f"{self._indent}{result.name} = attn.map {names} : "
@@ -308,12 +313,12 @@ class TileProgram:
                 self._kernel, score_mod,
                 [("score", _F32), ("b", "index"), ("h", "index"),
                  ("q_idx", "index"), ("kv_idx", "index")], _F32,
-                "score_mod", None))))
+                "score_mod", self._captures))))
         if mask_mod is not None:
             regions.append(("mask_mod", self._isolated(_hooks._trace(
                 self._kernel, mask_mod,
                 [("b", "index"), ("h", "index"), ("q_idx", "index"),
-                 ("kv_idx", "index")], "i1", "mask_mod", None))))
+                 ("kv_idx", "index")], "i1", "mask_mod", self._captures))))
         out = Frag(self._name(), s.shape, _F32)
         self._lines.append(
             f"{self._indent}{out.name} = attn.modify_scores {s.name}, "
@@ -452,57 +457,119 @@ class TileProgram:
         return "\n".join(lines), extras
 
 
-def _compiler():
-    """The compiler module, whose rules (head-dim padding, default scale)
-    tracing follows."""
-    from . import compiler
-    module = compiler._compiler_module()
-    if module is None:
+def _rules():
+    """The kernel rules tracing follows (head-dim padding, default scale:
+    flashtile/ABI/KernelRules.h), from the LLVM-free runtime extension, so
+    that a runtime-only installation traces what the compiler would."""
+    try:
+        from . import _runtime
+    except ImportError as e:
         raise FlashTileError(
-            "tracing a tile program needs the compiler (its head-dim and "
-            "softmax-scale rules); this installation is runtime-only")
-    return module
+            f"tracing a tile program needs flashtile._runtime (the C++ "
+            f"extension), which does not import: {e}") from None
+    return _runtime
 
 
 def _padded(d):
-    """The head dim as buffers and fragments hold it (attn::getPaddedHeadDim)."""
-    return _compiler().padded_head_dim(d)
+    """The head dim as buffers and fragments hold it."""
+    return _rules().padded_head_dim(d)
 
 
 def program_ir(program, head_dim, dtype="bf16", *, head_dim_v=None,
                tile_m=128, tile_n=128, stages=1, warps=8, q_in_regs=True,
-               arch="sm_120", name=None):
+               arch="sm_120", name=None, captures=None):
     """Traces `program(t)` (t: a TileProgram) into an `attn` module; returns
-    (text, extras)."""
+    (text, extras). `captures` maps names the program's map bodies and
+    hooks capture to what to trace in their place (TensorSpec)."""
     t = TileProgram(name or program.__name__, head_dim, dtype, head_dim_v,
-                    tile_m, tile_n, stages, warps, q_in_regs, arch)
+                    tile_m, tile_n, stages, warps, q_in_regs, arch,
+                    captures=captures)
     program(t)
     return t.module_text()
 
 
-class _TileRequest:
+class TileRequest:
     """A compile request (flashtile.compiler.compile_request) for a traced
-    tile program: its IR, extras, chip and ISA; no config pins (a tile
-    program states its config)."""
+    tile program: its IR, extras, chip and ISA, no config pins (a tile
+    program states its config), and the manifest entry that prebuilds it
+    (`python -m flashtile prebuild`: "tile_program" names the function)."""
 
-    def __init__(self, ir, extras, arch, isa, description):
-        self.ir, self.extras, self.arch, self.isa = ir, extras, arch, isa
+    # The fields of a manifest entry of a tile program, with their defaults.
+    FIELDS = {"head_dim": None, "dtype": "bf16", "head_dim_v": None,
+              "tile_m": 128, "tile_n": 128, "stages": 1, "warps": 8,
+              "q_in_regs": True, "arch": "sm_120", "isa": None,
+              "name": None}
+
+    def __init__(self, program, head_dim, dtype="bf16", *, head_dim_v=None,
+                 tile_m=128, tile_n=128, stages=1, warps=8, q_in_regs=True,
+                 arch="sm_120", isa=None, name=None, captures=None):
+        if not callable(program) or not hasattr(program, "__code__"):
+            raise FlashTileError(f"a tile program is a Python function "
+                                 f"program(t), got {type(program).__name__}")
+        self.ir, self.extras = program_ir(
+            program, head_dim, dtype, head_dim_v=head_dim_v, tile_m=tile_m,
+            tile_n=tile_n, stages=stages, warps=warps, q_in_regs=q_in_regs,
+            arch=arch, name=name, captures=captures)
+        self.arch, self.isa = arch, isa
         self.pins = {}
-        self.description = description
-        self.manifest_entry = None
+        self.description = (f"tile program {name or program.__name__} "
+                            f"{dtype} d={head_dim} for {arch}"
+                            f"{f' (isa {isa})' if isa else ''}")
+        self._program = program
+        self._values = dict(head_dim=head_dim, dtype=dtype,
+                            head_dim_v=head_dim_v, tile_m=tile_m,
+                            tile_n=tile_n, stages=stages, warps=warps,
+                            q_in_regs=q_in_regs, arch=arch, isa=isa,
+                            name=name)
+
+    @property
+    def manifest_entry(self):
+        """The manifest entry that prebuilds this request: the program by
+        the module-level name it is bound to (a closure a factory made
+        counts where it is assigned), in that module's file."""
+        import sys
+        program = self._program
+        owner = sys.modules.get(getattr(program, "__module__", None))
+        candidates = [owner, sys.modules.get("__main__")] + [
+            m for m in list(sys.modules.values()) if m is not owner]
+        where = None
+        for module in candidates:
+            names = [n for n, v in list(vars(module).items()) if v is program] \
+                if module is not None and hasattr(module, "__dict__") else []
+            if names:
+                where = (module, names[0])
+                break
+        if where is None:
+            raise FlashTileError(
+                f"tile program {program.__name__} is not bound to a "
+                f"module-level name, so no manifest can name it: assign it "
+                f"to one in a hooks file (sigmoid = make_program(...))")
+        module, name = where
+        entry = {"tile_program": name}
+        if module.__name__.startswith("flashtile."):
+            entry["tile_program"] = f"{module.__name__}:{name}"
+        else:
+            entry["hooks"] = getattr(module, "__file__", None) or \
+                program.__code__.co_filename
+        entry.update({k: v for k, v in self._values.items()
+                      if k == "head_dim" or v != self.FIELDS[k]})
+        tensors = {e[3]: [_hooks.tensor_dtype(e[2]), len(e[2].shape)]
+                   for e in self.extras if e[1] == "tensor"}
+        if tensors:
+            entry["captures"] = tensors
+        return entry
 
 
 def compile(program, head_dim, dtype="bf16", *, head_dim_v=None, tile_m=128,
             tile_n=128, stages=1, warps=8, q_in_regs=True, arch="sm_120",
             isa=None, name=None, cache=None, verbose=None):
     """Traces and compiles (or finds in the cache) the tile program
-    `program`; returns a flashtile.CompiledKernel."""
+    `program`; returns a flashtile.CompiledKernel. Tracing needs no
+    compiler: a runtime-only installation finds the kernel in a cache
+    prebuilt from the manifest entry the cache miss prints."""
     from . import compiler
-    ir, extras = program_ir(program, head_dim, dtype, head_dim_v=head_dim_v,
-                            tile_m=tile_m, tile_n=tile_n, stages=stages,
-                            warps=warps, q_in_regs=q_in_regs, arch=arch,
-                            name=name)
-    description = (f"tile program {name or program.__name__} {dtype} "
-                   f"d={head_dim} for {arch}{f' (isa {isa})' if isa else ''}")
-    request = _TileRequest(ir, extras, arch, isa, description)
+    request = TileRequest(program, head_dim, dtype, head_dim_v=head_dim_v,
+                          tile_m=tile_m, tile_n=tile_n, stages=stages,
+                          warps=warps, q_in_regs=q_in_regs, arch=arch,
+                          isa=isa, name=name)
     return compiler.compile_request(request, cache=cache, verbose=verbose)

@@ -1,7 +1,9 @@
 """flashtile.tile: tile programs traced from Python functions, their IR,
 their errors, and the compile path (the examples of
 python_bindings/examples/tile_attention.py, to PTX). Needs the full build
-(the compiler's head-dim rule and compile API); no torch, no GPU.
+(the compile API); no torch, no GPU. Tracing itself needs no compiler:
+a runtime-only installation traces the same IR and prebuilds from the
+manifest entry a cache miss prints.
 
     PYTHONPATH=<build>/python_bindings python3 -m unittest test_tile
 """
@@ -160,6 +162,83 @@ class ErrorTest(unittest.TestCase):
             t.loop(r.begin, r.end, [acc], lambda j, a: [])
         with self.assertRaisesRegex(FlashTileError, "returned 0 value"):
             self.trace(program)
+
+
+class RuntimeOnlyTest(unittest.TestCase):
+    """Tile programs on an installation without the compiler: traced all
+    the same, found in a cache prebuilt from their manifest entry."""
+
+    def setUp(self):
+        self.cache = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, self.cache, True)
+
+    def test_traces_and_misses_without_the_compiler(self):
+        from unittest import mock
+        program = tile_attention.sigmoid_attention(True)
+        with_compiler = tile.program_ir(program, 128, "bf16")[0]
+        with mock.patch.object(ftc, "_compiler_module", lambda: None), \
+                mock.patch.dict(os.environ,
+                                {"FLASHTILE_PTXAS_VERSION": "V0.test"}):
+            self.assertEqual(tile.program_ir(program, 128, "bf16")[0],
+                             with_compiler)
+            global SIGMOID
+            SIGMOID = program
+            with self.assertRaises(FlashTileError) as e:
+                tile.compile(program, 128, "bf16", cache=self.cache)
+        message = str(e.exception)
+        self.assertIn("runtime-only", message)
+        self.assertIn('"tile_program": "SIGMOID"', message)
+        self.assertIn('"head_dim": 128', message)
+
+    def test_prebuild_gives_the_key_of_the_call(self):
+        import contextlib
+        import io
+        import json
+        from flashtile.__main__ import prebuild
+        folder = tempfile.mkdtemp()
+        self.addCleanup(__import__("shutil").rmtree, folder, True)
+        examples = os.path.dirname(os.path.abspath(tile_attention.__file__))
+        path = os.path.join(folder, "my_tiles.py")
+        with open(path, "w") as f:
+            f.write(f"import sys\nsys.path.insert(0, {examples!r})\n"
+                    f"import tile_attention\n"
+                    f"sigmoid = tile_attention.sigmoid_attention(False)\n")
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("my_tiles", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["my_tiles"] = module
+        self.addCleanup(sys.modules.pop, "my_tiles", None)
+        spec.loader.exec_module(module)
+        request = tile.TileRequest(module.sigmoid, 64, "f16", tile_n=64,
+                                   isa="sm_90")
+        entry = request.manifest_entry
+        self.assertEqual(entry["tile_program"], "sigmoid")
+        self.assertEqual(entry["hooks"], path)
+        self.assertEqual((entry["tile_n"], entry["isa"]), (64, "sm_90"))
+        self.assertNotIn("tile_m", entry)  # defaults stay out
+        manifest = os.path.join(folder, "manifest.json")
+        with open(manifest, "w") as f:
+            json.dump({"kernels": [entry]}, f)
+        with contextlib.redirect_stderr(io.StringIO()):
+            keys = prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertEqual(keys, [ftc.cache_key(request)])
+        with open(manifest, "w") as f:
+            json.dump({"kernels": [dict(entry, causal=True)]}, f)
+        with self.assertRaises(FlashTileError) as e:
+            prebuild(manifest, cache=self.cache, out=io.StringIO())
+        self.assertIn("causal do not apply to a tile program", str(e.exception))
+
+    def test_locations_do_not_enter_the_key(self):
+        class Request:
+            arch, isa, pins = "sm_120", None, {}
+
+            def __init__(self, ir):
+                self.ir = ir
+        here = Request('attn.splat loc("/a/x.py":3:0)\n')
+        there = Request('attn.splat loc("/b/y.py":9:0)\n')
+        self.assertEqual(ftc.cache_key(here, "V1"), ftc.cache_key(there, "V1"))
+        self.assertNotEqual(ftc.cache_key(here, "V1"),
+                            ftc.cache_key(Request("attn.other\n"), "V1"))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
 #include "mlir/IR/Builders.h"
@@ -22,30 +23,21 @@ using namespace flashtile::attn;
 #define GET_OP_CLASSES
 #include "flashtile/Dialect/Attn/IR/AttnOps.cpp.inc"
 
-static constexpr int64_t kMaxHeadDim = 256;
-/// A row of Q, K, V or O in global memory is whole 16-byte chunks (8
-/// elements of f16/bf16): what one cp.async or 128-bit store moves.
-static constexpr int64_t kHeadDimGranule = 8;
-/// In shared memory and registers a row is whole groups of four 16-byte
-/// chunks that the swizzle permutes, which are also whole 16-wide mma
-/// k-steps: 32 elements.
-static constexpr int64_t kPaddedHeadDimGranule = 32;
-
 std::optional<std::string> attn::explainUnsupportedHeadDim(int64_t dim) {
-  if (dim > 0 && dim % kHeadDimGranule == 0 && dim <= kMaxHeadDim)
+  if (abi::isSupportedHeadDim(dim))
     return std::nullopt;
   return llvm::formatv("it must be a multiple of {0} from {0} to {1} (rows "
                        "move in 16-byte chunks)",
-                       kHeadDimGranule, kMaxHeadDim)
+                       abi::kHeadDimGranule, abi::kMaxHeadDim)
       .str();
 }
 
 int64_t attn::getPaddedHeadDim(int64_t dim) {
-  return llvm::alignTo(dim, kPaddedHeadDimGranule);
+  return abi::getPaddedHeadDim(dim);
 }
 
 float attn::getDefaultSoftmaxScale(int64_t headDim) {
-  return 1.0f / std::sqrt(static_cast<float>(headDim));
+  return abi::getDefaultSoftmaxScale(headDim);
 }
 
 /// The PTX identifier rule (PTX ISA, "Identifiers"), restricted to C

@@ -1,0 +1,49 @@
+//===- KernelRules.h - Rules both sides of a kernel follow ------*- C++ -*-===//
+//
+// LLVM-free and header-only: the rules of a kernel's interface that the
+// compiler applies and that a front end must follow to trace the same IR
+// without the compiler (a runtime-only installation tracing a Python tile
+// program for its cache key). This file owns them; the dialect
+// (attn::getPaddedHeadDim, attn::getDefaultSoftmaxScale) and both Python
+// extensions ask it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_ABI_KERNELRULES_H
+#define FLASHTILE_ABI_KERNELRULES_H
+
+#include <cmath>
+#include <cstdint>
+
+namespace flashtile::abi {
+
+/// The head dims a kernel takes: multiples of kHeadDimGranule up to
+/// kMaxHeadDim. A row of Q, K, V or O in global memory is whole 16-byte
+/// chunks (8 elements of f16/bf16): what one cp.async or 128-bit store
+/// moves.
+inline constexpr int64_t kHeadDimGranule = 8;
+inline constexpr int64_t kMaxHeadDim = 256;
+constexpr bool isSupportedHeadDim(int64_t dim) {
+  return dim > 0 && dim % kHeadDimGranule == 0 && dim <= kMaxHeadDim;
+}
+
+/// In shared memory and registers a row is whole groups of four 16-byte
+/// chunks that the swizzle permutes, which are also whole 16-wide mma
+/// k-steps: 32 elements.
+inline constexpr int64_t kPaddedHeadDimGranule = 32;
+
+/// The head dim as buffers and fragments hold it.
+constexpr int64_t getPaddedHeadDim(int64_t dim) {
+  return (dim + kPaddedHeadDimGranule - 1) / kPaddedHeadDimGranule *
+         kPaddedHeadDimGranule;
+}
+
+/// The softmax scale of a kernel that states none: 1 / sqrt(head_dim), in
+/// f32 as the kernel computes with it.
+inline float getDefaultSoftmaxScale(int64_t headDim) {
+  return 1.0f / std::sqrt(static_cast<float>(headDim));
+}
+
+} // namespace flashtile::abi
+
+#endif // FLASHTILE_ABI_KERNELRULES_H
