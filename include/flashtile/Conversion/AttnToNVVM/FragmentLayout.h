@@ -1,7 +1,10 @@
 //===- FragmentLayout.h - Per-thread layout of !attn.frag -------*- C++ -*-===//
 //
-// The one owner of the register layout of tile fragments on the sm80 path.
-// Warps are stacked along the rows: warp w owns rows [w * R, (w + 1) * R) of
+// The register layout of tile fragments on the sm80 path: how a block's
+// fragments are spread over its warps and indexed, for the 16-bit
+// m16n8k16 forms the lowering emits today. The coordinates within one
+// mma tile come from MmaFragments.h, which owns them for every mma shape
+// and element width. Warps are stacked along the rows: warp w owns rows [w * R, (w + 1) * R) of
 // an M-row fragment, R = M / warps, as R / 16 "m-tiles" of mma.m16n8k16.
 // With lane = 4 * g + t (g = lane / 4, t = lane % 4), following the PTX ISA's
 // fragment figures for mma.m16n8k16 (section "Matrix Fragments for
@@ -32,6 +35,7 @@
 #define FLASHTILE_CONVERSION_ATTNTONVVM_FRAGMENTLAYOUT_H
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
 namespace flashtile::attn {
 
@@ -62,21 +66,31 @@ public:
   /// Row-state element h of m-tile i.
   static int64_t rowIndex(int64_t i, int64_t h) { return i * 2 + h; }
 
+  /// The shape of the mma tiles of 16-bit fragments.
+  static constexpr MmaShape kShape = {16, 8, 16};
   /// (row, column) of accumulator element r relative to (16 i + g,
-  /// 8 j + 2 t).
+  /// 8 j + 2 t): lane 0's coordinate (g = t = 0).
   static std::pair<int64_t, int64_t> accElementOffset(int64_t r) {
-    return {8 * (r / 2), r % 2};
+    return MmaFragment(kShape, MmaOperand::C, 32).getCoord(0, r);
   }
   /// (row, column) of element `half` of A register r relative to
   /// (16 i + g, 16 k + 2 t).
   static std::pair<int64_t, int64_t> aElementOffset(int64_t r, int64_t half) {
-    return {8 * (r % 2), 8 * (r / 2) + half};
+    MmaFragment a(kShape, MmaOperand::A, 16);
+    return a.getCoord(0, r * a.getElementsPerRegister() + half);
   }
   /// Where element `half` of A register r of k-tile k is found among the
   /// accumulators: n-tile 2 k + first, element second. This is how P reuses
-  /// the registers of S with no shuffle.
+  /// the registers of S with no shuffle: the accumulator element at the
+  /// same (row, column).
   static std::pair<int64_t, int64_t> accSourceOfA(int64_t r, int64_t half) {
-    return {r / 2, 2 * (r % 2) + half};
+    auto [row, col] = aElementOffset(r, half);
+    MmaFragment c(kShape, MmaOperand::C, 32);
+    for (int64_t i = 0; i < c.getElementsPerLane(); ++i)
+      if (c.getCoord(0, i) == std::make_pair(row, col % kShape.n))
+        return {col / kShape.n, i};
+    llvm_unreachable("the C layout of two n-tiles is the A layout of one "
+                     "k-tile");
   }
 
 private:
