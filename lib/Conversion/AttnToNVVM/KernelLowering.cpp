@@ -43,6 +43,7 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
                   rewriter.getDenseI32ArrayAttr({threads, 1, 1}));
     func->setAttr(kConfigAttrName, config);
+    func->setAttr(kArchAttrName, op.getArchAttr());
     func->setAttr("attn.smem_bytes", op.getSmemBytesAttr());
 
     Block *entry = func.addEntryBlock(rewriter);

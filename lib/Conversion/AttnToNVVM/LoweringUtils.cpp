@@ -221,6 +221,14 @@ ConfigAttr lowering::getKernelConfig(Operation *op) {
   return {};
 }
 
+ArchAttr lowering::getKernelArch(Operation *op) {
+  if (auto kernel = op->getParentOfType<KernelOp>())
+    return kernel.getArchAttr();
+  if (auto func = op->getParentOfType<LLVM::LLVMFuncOp>())
+    return func->getAttrOfType<ArchAttr>(kArchAttrName);
+  return {};
+}
+
 Value lowering::getKernelParam(Operation *op, unsigned index) {
   auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
   assert(func && "kernel ops are lowered after their kernel");

@@ -29,8 +29,10 @@ namespace flashtile::attn::lowering {
 
 /// The dynamic shared memory every buffer lives in.
 constexpr llvm::StringLiteral kSmemSymbol = "__flashtile_smem";
-/// The attribute that keeps a lowered kernel's config on its llvm.func.
+/// The attributes that keep a lowered kernel's config and chip on its
+/// llvm.func.
 constexpr llvm::StringLiteral kConfigAttrName = "attn.config";
+constexpr llvm::StringLiteral kArchAttrName = "attn.arch";
 
 /// Field positions of the descriptor struct of Q, K, V and O:
 /// (ptr<1>, i32 seqlen, i32 heads, i64 stride_batch, i64 stride_seq,
@@ -144,6 +146,8 @@ struct ThreadCoords {
 /// The tile configuration of the kernel `op` belongs to (found on the
 /// enclosing attn.kernel, or on the llvm.func it became).
 ConfigAttr getKernelConfig(mlir::Operation *op);
+/// The chip of the kernel `op` belongs to, found the same way.
+ArchAttr getKernelArch(mlir::Operation *op);
 /// The llvm.func parameter `index` of the kernel `op` has been lowered into.
 mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
 

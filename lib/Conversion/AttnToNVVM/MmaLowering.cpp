@@ -1,4 +1,8 @@
-//===- MmaLowering.cpp - ldmatrix and mma.sync.m16n8k16 -------------------===//
+//===- MmaLowering.cpp - ldmatrix and mma.sync ----------------------------===//
+//
+// The instruction comes from the mma table (Attn/Utils/MmaFragments.h), by
+// the chip and the operand and accumulator types; the products here are
+// its 16-bit m16n8k16 entries.
 //
 // Operand addressing follows the PTX ISA's ldmatrix description: lanes
 // 8q..8q+7 give the row addresses of matrix q of an .x4 load, and register q
@@ -10,6 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoweringUtils.h"
+
+#include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
@@ -38,19 +44,32 @@ static SmallVector<Value, 4> loadMatrixX4(Emitter &e, Value address,
   return regs;
 }
 
-/// d = a * b + c for one m16n8k16 tile: `a` four packed i32, `b` two, `c`
-/// four f32. f16 operands go as vector<2xf16>; bf16 ones as i32 with their
-/// PTX type given explicitly (nvgpu.mma.sync has no bf16).
-static SmallVector<Value, 4> mmaSync(Emitter &e, Type dtype, ArrayRef<Value> a,
-                                     ArrayRef<Value> b, ArrayRef<Value> c) {
+/// The mma.sync of the kernel `op` belongs to for `dtype` operands into
+/// f32 accumulators. The tile verifiers admit only operand types the
+/// sm80 path's chips multiply, so there always is one.
+static MmaInstruction getMma(Operation *op, Type dtype) {
+  std::optional<MmaInstruction> instr =
+      selectMma(getKernelArch(op).getInfo(), dtype, dtype,
+                Float32Type::get(op->getContext()));
+  assert(instr && "the tile verifiers admit only multipliable types");
+  return *instr;
+}
+
+/// d = a * b + c for one tile of `instr`: `a` four packed i32, `b` two, `c`
+/// four f32. f16 operands go as vector<2xf16>; the others as i32 with
+/// their PTX type given explicitly (nvgpu.mma.sync has no bf16).
+static SmallVector<Value, 4> mmaSync(Emitter &e, const MmaInstruction &instr,
+                                     ArrayRef<Value> a, ArrayRef<Value> b,
+                                     ArrayRef<Value> c) {
   OpBuilder &builder = e.builder();
   MLIRContext *ctx = builder.getContext();
   Type f32 = builder.getF32Type();
   SmallVector<Value, 4> aOps(a), bOps(b);
-  NVVM::MMATypes ptxType = NVVM::MMATypes::bf16;
-  if (dtype.isF16()) {
-    ptxType = NVVM::MMATypes::f16;
-    auto half2 = VectorType::get({2}, dtype);
+  std::optional<NVVM::MMATypes> aType = NVVM::symbolizeMMATypes(instr.aType);
+  std::optional<NVVM::MMATypes> bType = NVVM::symbolizeMMATypes(instr.bType);
+  assert(aType && bType && "the mma table names NVVM's types");
+  if (instr.aType == "f16") {
+    auto half2 = VectorType::get({2}, builder.getF16Type());
     for (Value &v : aOps)
       v = LLVM::BitcastOp::create(builder, e.location(), half2, v);
     for (Value &v : bOps)
@@ -59,9 +78,11 @@ static SmallVector<Value, 4> mmaSync(Emitter &e, Type dtype, ArrayRef<Value> a,
   auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   Value d = NVVM::MmaOp::create(
       builder, e.location(), resultType, aOps, bOps, c,
-      /*shape=*/{16, 8, 16}, /*b1Op=*/std::nullopt,
+      /*shape=*/
+      {int(instr.shape.m), int(instr.shape.n), int(instr.shape.k)},
+      /*b1Op=*/std::nullopt,
       /*intOverflow=*/std::nullopt,
-      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMATypes, 2>{*aType, *bType},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
   SmallVector<Value, 4> out;
@@ -70,15 +91,16 @@ static SmallVector<Value, 4> mmaSync(Emitter &e, Type dtype, ArrayRef<Value> a,
   return out;
 }
 
-/// acc(i, j) += a * (b0, b1) for one m16n8k16 tile of a per-thread
-/// accumulator array with `nTiles` n-tiles.
-static void accumulate(Emitter &e, Type dtype, ArrayRef<Value> a, Value b0,
-                       Value b1, MutableArrayRef<Value> acc, int64_t i,
-                       int64_t j, int64_t nTiles) {
+/// acc(i, j) += a * (b0, b1) for one mma tile of a per-thread accumulator
+/// array with `nTiles` n-tiles.
+static void accumulate(Emitter &e, const MmaInstruction &instr,
+                       ArrayRef<Value> a, Value b0, Value b1,
+                       MutableArrayRef<Value> acc, int64_t i, int64_t j,
+                       int64_t nTiles) {
   SmallVector<Value, 4> c;
   for (int64_t r = 0; r < 4; ++r)
     c.push_back(acc[FragmentLayout::accIndex(i, j, r, nTiles)]);
-  SmallVector<Value, 4> d = mmaSync(e, dtype, a, {b0, b1}, c);
+  SmallVector<Value, 4> d = mmaSync(e, instr, a, {b0, b1}, c);
   for (int64_t r = 0; r < 4; ++r)
     acc[FragmentLayout::accIndex(i, j, r, nTiles)] = d[r];
 }
@@ -141,7 +163,7 @@ struct MmaQKLowering : public AttnOpLoweringPattern<MmaQKOp> {
     const FragmentLayout &layout = ctx.layout;
     FragType sType = op.getS().getType();
     MemRefType kType = op.getK().getType();
-    Type dtype = kType.getElementType();
+    MmaInstruction mma = getMma(op, kType.getElementType());
     int64_t rows = sType.getDimSize(0), keys = sType.getDimSize(1);
     int64_t headDim = kType.getDimSize(2);
     int64_t mTiles = layout.mTiles(rows), nTiles = keys / 8,
@@ -185,7 +207,7 @@ struct MmaQKLowering : public AttnOpLoweringPattern<MmaQKOp> {
             e, kAccess.address(16 * np, 2 * k), /*transpose=*/false);
         for (int64_t half = 0; half < 2; ++half)
           for (int64_t i = 0; i < mTiles; ++i)
-            accumulate(e, dtype, a[i], b[2 * half], b[2 * half + 1], acc, i,
+            accumulate(e, mma, a[i], b[2 * half], b[2 * half + 1], acc, i,
                        2 * np + half, nTiles);
       }
     }
@@ -206,7 +228,7 @@ struct MmaPVLowering : public AttnOpLoweringPattern<MmaPVOp> {
     FragType pType = op.getP().getType();
     FragType accType = op.getAcc().getType();
     MemRefType vType = op.getV().getType();
-    Type dtype = vType.getElementType();
+    MmaInstruction mma = getMma(op, vType.getElementType());
     int64_t rows = pType.getDimSize(0), keys = pType.getDimSize(1);
     int64_t headDimV = vType.getDimSize(2);
     int64_t mTiles = layout.mTiles(rows), kTiles = keys / 16,
@@ -234,7 +256,7 @@ struct MmaPVLowering : public AttnOpLoweringPattern<MmaPVOp> {
         for (int64_t half = 0; half < 2; ++half)
           for (int64_t i = 0; i < mTiles; ++i) {
             ArrayRef<Value> a(&p[FragmentLayout::aIndex(i, k, 0, kTiles)], 4);
-            accumulate(e, dtype, a, b[2 * half], b[2 * half + 1], acc, i,
+            accumulate(e, mma, a, b[2 * half], b[2 * half + 1], acc, i,
                        2 * np + half, nTiles);
           }
       }

@@ -15,7 +15,7 @@
 // CHECK-SAME:    %[[Q_STRIDE_B:[^ :]+]]: i64, %[[Q_STRIDE_S:[^ :]+]]: i64, %[[Q_STRIDE_H:[^ :]+]]: i64,
 // CHECK-SAME:    %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64,
 // CHECK-SAME:    %[[LSE_STRIDE_B:[^ :]+]]: i64, %[[LSE_STRIDE_H:[^ :]+]]: i64, %[[SCALE:[^ :]+]]: f32)
-// CHECK-SAME:    attributes {attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
+// CHECK-SAME:    attributes {attn.arch = #attn.arch<sm_120>, attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 
 // Descriptors: LSE (ptr, stride_batch, stride_head), then Q as (ptr, seqlen,
 // heads, 3 strides), then K with seqlen_k and heads_kv.
