@@ -1,7 +1,7 @@
 # Writes OUTPUT (flashtile/_build.py): the project version and a build ID,
 # the SHA-256 over the compiler's sources (lib/, include/, dsl/, in path
 # order). The full and the runtime-only builds of one checkout get the same
-# ID, so both compute the same kernel-cache keys (flashtile/cache.py).
+# ID, so both compute the same kernel-cache keys (flashtile/compiler.py).
 # Usage: cmake -DSOURCE_DIR=... -DVERSION=... -DOUTPUT=... -P BuildId.cmake
 file(GLOB_RECURSE sources RELATIVE ${SOURCE_DIR}
   ${SOURCE_DIR}/lib/*.cpp ${SOURCE_DIR}/lib/*.h ${SOURCE_DIR}/lib/*.td

@@ -183,6 +183,15 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("*.plan.json")):
 print("\n".join(rows))
 PY
 
+# The mma table's check (tools/gpu/check_mma.py): the fragment tables the
+# compiler uses, and one warp's kernel per instruction (nvcc, the sm_90 ISA).
+"${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-mma-tables" \
+  > "$out/../mma_tables.json"
+nvcc="$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")"
+"$nvcc" -cubin -arch=sm_90 -o "$out/../mma_tile.cubin" \
+  "$root/tools/gpu/mma_tile.cu"
+echo "mma check: tables and kernel into $(cd "$out/.." && pwd)"
+
 # The Python examples' kernels, into the kernel cache the GPU machine reads.
 if [ "$mode" != quick ]; then
   PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \

@@ -28,6 +28,8 @@
 #      float64, edge-case numerics, bit-identical outputs run to run)
 #  13. defects: check_defects.py (issue 22's defects found from outside,
 #      against float64)
+#  14. mma: check_mma.py (every instruction of the mma table, one tile
+#      gathered by the compiler's fragment tables, against torch)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -274,6 +276,15 @@ stage pip-runtime-only "$(verdict $status)" "$(tail -1 "$out/pip.log") (pip.log)
   timeout 420 python3 "$root/tools/gpu/check_python.py") > "$out/python.txt" 2>&1
 status=$?
 stage python "$(verdict $status)" "$(grep -E 'cases passed' "$out/python.txt" | tail -1) (python.txt)"
+fi
+
+# 14. The mma table on the hardware: one tile per instruction, gathered by
+# the compiler's fragment tables, against torch.
+if want mma; then
+timeout 120 python3 "$root/tools/gpu/check_mma.py" --gpu-dir "$root/.gpu" \
+  > "$out/mma.txt" 2>&1
+status=$?
+stage mma "$(verdict $status)" "$(grep -E 'instructions passed' "$out/mma.txt" | tail -1) (mma.txt)"
 fi
 
 # 13. The defects found from outside (issue 22), against float64: a changed
