@@ -536,7 +536,30 @@ heads_kv = _size("heads_kv")
 batch_size = _size("batch")
 
 
-class _TensorArg:
+class _AsValue:
+    """A captured argument in arithmetic, as the hook value of
+    `self.value(region)`: a flashtile.scalar, or a 0-d tensor (`score +
+    bias` with bias 0-d, as in torch: its element)."""
+
+    def _op(name):
+        def fn(self, *others):
+            region = next((o.region for o in others if isinstance(o, Value)),
+                          None) or _region()
+            return getattr(self.value(region), name)(*others)
+        return fn
+
+    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                  "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
+                  "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+                  "__gt__", "__ge__", "__eq__", "__ne__", "__neg__",
+                  "__pow__", "__rpow__", "__and__", "__rand__", "__or__",
+                  "__ror__", "__invert__"):
+        locals()[_name] = _op(_name)
+    del _name, _op
+    __hash__ = None
+
+
+class _TensorArg(_AsValue):
     """A captured tensor, as an extra kernel argument."""
 
     def __init__(self, kernel, name, dtype, rank):
@@ -585,27 +608,8 @@ class _TensorArg:
         _fail(f"tensor {self.name} is captured by a hook: read it with "
               f"{self.name}[...]")
 
-    def _op(name):
-        # A 0-d tensor in arithmetic (`score + bias` with bias 0-d), as in
-        # torch: its element.
-        def fn(self, *others):
-            region = next((o.region for o in others if isinstance(o, Value)),
-                          None) or _region()
-            return getattr(self.value(region), name)(*others)
-        return fn
 
-    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
-                  "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
-                  "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-                  "__gt__", "__ge__", "__eq__", "__ne__", "__neg__",
-                  "__pow__", "__rpow__", "__and__", "__rand__", "__or__",
-                  "__ror__", "__invert__"):
-        locals()[_name] = _op(_name)
-    del _name, _op
-    __hash__ = None
-
-
-class _ScalarArg:
+class _ScalarArg(_AsValue):
     """A captured flashtile.scalar, as an extra kernel argument."""
 
     def __init__(self, kernel, name, type_, scalar):
@@ -625,20 +629,6 @@ class _ScalarArg:
                 region.casts[key] = Value(region, self.arg, _F32)
         return region.casts[key]
 
-    def _op(name):
-        def fn(self, *others):
-            region = next((o.region for o in others if isinstance(o, Value)),
-                          None) or _region()
-            return getattr(self.value(region), name)(*others)
-        return fn
-
-    for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
-                  "__rmul__", "__truediv__", "__rtruediv__", "__floordiv__",
-                  "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-                  "__gt__", "__ge__", "__eq__", "__ne__", "__neg__"):
-        locals()[_name] = _op(_name)
-    del _name, _op
-    __hash__ = None
 
 
 def _is_none_global_or_cell(fn, name):
