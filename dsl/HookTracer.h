@@ -63,6 +63,8 @@ private:
   Expr poison(mlir::Location loc);
   std::string describe(const Expr &x);
   mlir::Value materialize(const Expr &x, mlir::Type type, mlir::Location loc);
+  /// An index as f32 (toFloat, and the promotion of unify).
+  mlir::Value indexToFloat(mlir::Value index, mlir::Location loc);
   std::optional<std::pair<mlir::Value, mlir::Value>>
   unify(const Expr &a, const Expr &c, llvm::StringRef what,
         mlir::Location loc);

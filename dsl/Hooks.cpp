@@ -81,6 +81,11 @@ Value HookTracer::materialize(const Expr &x, Type type, Location loc) {
                                         static_cast<int64_t>(x.getLiteral()));
 }
 
+Value HookTracer::indexToFloat(Value index, Location loc) {
+  Value wide = arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+  return arith::SIToFPOp::create(b, loc, b.getF32Type(), wide);
+}
+
 std::optional<std::pair<Value, Value>>
 HookTracer::unify(const Expr &a, const Expr &c, StringRef what, Location loc) {
   if (a.isLiteral() && c.isLiteral()) {
@@ -91,21 +96,28 @@ HookTracer::unify(const Expr &a, const Expr &c, StringRef what, Location loc) {
   }
   Type type = a.isLiteral() ? c.getValue().getType() : a.getValue().getType();
   const Expr &literal = a.isLiteral() ? a : c;
-  if (literal.isLiteral() && type.isIndex() && literal.isFloatLit()) {
-    fail(loc, llvm::formatv("'{0}' combines an index with the float literal "
-                            "{1}; indices are integers",
-                            what, literal.getLiteral()));
-    return std::nullopt;
-  }
   if (literal.isLiteral() && type.isInteger(1)) {
     fail(loc, llvm::formatv("'{0}' combines a condition (i1) with a number",
                             what));
     return std::nullopt;
   }
+  Type f32 = b.getF32Type();
+  // torch's promotion: an index meeting a score or a float literal is a
+  // float (the Python front end's rule, hooks.py's _unify).
+  auto promoted = [&](const Expr &x) {
+    Value v = materialize(x, x.isLiteral() ? f32 : x.getValue().getType(),
+                          loc);
+    return v.getType().isIndex() ? indexToFloat(v, loc) : v;
+  };
+  if (literal.isLiteral() && type.isIndex() && literal.isFloatLit())
+    return std::make_pair(promoted(a), promoted(c));
   if (!a.isLiteral() && !c.isLiteral() &&
       a.getValue().getType() != c.getValue().getType()) {
-    fail(loc, llvm::formatv("'{0}' mixes {1} and {2}; convert an index to a "
-                            "score with toFloat()",
+    Type x = a.getValue().getType(), y = c.getValue().getType();
+    if ((x.isF32() && y.isIndex()) || (x.isIndex() && y.isF32()))
+      return std::make_pair(promoted(a), promoted(c));
+    fail(loc, llvm::formatv("'{0}' mixes {1} and {2}; a condition chooses "
+                            "between values with where()",
                             what, describe(a), describe(c)));
     return std::nullopt;
   }
@@ -223,12 +235,13 @@ Expr HookTracer::unary(const Expr &a, StringRef what, Location loc) {
   if (what == "toFloat") {
     if (a.isLiteral())
       return Expr(a.getLiteral());
-    if (!a.getValue().getType().isIndex())
+    Type type = a.getValue().getType();
+    if (type.isF32()) // already a float, as flashtile.to_float has it
+      return a;
+    if (!type.isIndex())
       return fail(loc, llvm::formatv("toFloat takes an index, got {0}",
                                      describe(a)));
-    Value wide = arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                            a.getValue());
-    return Expr(arith::SIToFPOp::create(b, loc, b.getF32Type(), wide), loc);
+    return Expr(indexToFloat(a.getValue(), loc), loc);
   }
   if (what == "toIndex") {
     if (a.isLiteral())

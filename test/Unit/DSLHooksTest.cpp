@@ -122,16 +122,32 @@ TEST_F(DSLHooksTest, ScalarsSizesAndLogic) {
   EXPECT_EQ(xors, 1);
 }
 
-TEST_F(DSLHooksTest, MixingScoreAndIndexIsAnErrorAtTheUsersLine) {
+// The Python front end's rule (torch's): an index meeting a score becomes
+// a float, with the conversion toFloat() emits.
+TEST_F(DSLHooksTest, ScoreTimesIndexPromotesTheIndex) {
+  Tensor slopes = spec.addTensor("slopes", DType::F32, 1);
+  spec.scoreMod = [=](Score s, Idx b, Idx h, Idx q, Idx k) {
+    return s + slopes(h) * (k - q) + q * 0.5f;
+  };
+  FailureOr<KernelOp> kernel = build();
+  ASSERT_TRUE(succeeded(kernel)) << errors;
+  int conversions = 0;
+  for (Operation &op : attentionOf(*kernel).getScoreMod().front())
+    conversions += isa<arith::SIToFPOp>(op);
+  EXPECT_EQ(conversions, 2);
+}
+
+TEST_F(DSLHooksTest, MixingScoreAndConditionIsAnErrorAtTheUsersLine) {
   Tensor slopes = spec.addTensor("slopes", DType::F32, 1);
   // The read below captures this file and line.
   int line = __LINE__ + 2;
   spec.scoreMod = [=](Score s, Idx b, Idx h, Idx q, Idx k) {
-    return s + slopes(h) * (k - q);
+    return s + slopes(h) * (k > q);
   };
   EXPECT_TRUE(failed(build()));
-  EXPECT_NE(errors.find("score_mod: '*' mixes a score (f32) and an index; "
-                        "convert an index to a score with toFloat()"),
+  EXPECT_NE(errors.find("score_mod: '*' mixes a score (f32) and a condition "
+                        "(i1); a condition chooses between values with "
+                        "where()"),
             std::string::npos)
       << errors;
   EXPECT_NE(errors.find("DSLHooksTest.cpp\":" + std::to_string(line)),
@@ -243,14 +259,19 @@ TEST_F(DSLHooksTest, LiteralsTakeTheOtherOperandsType) {
   EXPECT_EQ(floatConsts, 1);
   EXPECT_EQ(indexConsts, 1);
 
+  // A float literal makes an index a float (torch's q * 0.5), and
+  // toFloat of a float is that float.
   errors.clear();
   spec.scoreMod = [](Score s, Idx b, Idx h, Idx q, Idx k) {
     return s + toFloat(q * 0.5f);
   };
-  EXPECT_TRUE(failed(build()));
-  EXPECT_NE(errors.find("'*' combines an index with the float literal 0.5"),
-            std::string::npos)
-      << errors;
+  kernel = build();
+  ASSERT_TRUE(succeeded(kernel)) << errors;
+  int floats = 0;
+  for (Operation &op : attentionOf(*kernel).getScoreMod().front())
+    if (auto c = dyn_cast<arith::ConstantOp>(op))
+      floats += c.getType().isF32();
+  EXPECT_EQ(floats, 1);
 }
 
 TEST_F(DSLHooksTest, HookedSpecCompilesToPTX) {

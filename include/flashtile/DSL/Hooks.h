@@ -20,9 +20,11 @@
 // Types. An Expr is a score (f32), an index, or a condition (i1). Integer
 // tensor elements and integer scalars read as indices, float ones (f16,
 // bf16, f32) as f32. Numeric literals take the type of the other operand
-// (an integer literal next to a score is a float). Mixing a score and an
-// index is an error; convert with toFloat(). Integer `/` and `%` truncate,
-// as in C++. `&&`, `||` and `!` build i1 logic and do not short-circuit.
+// (an integer literal next to a score is a float). An index meeting a score
+// or a float literal becomes a float, as in torch and the Python front end
+// (flashtile/hooks.py): `s + slopes[h] * (k - q)` and `q * 0.5f` are f32.
+// Integer `/` and `%` truncate, as in C++ (Python's `/` of indices is a
+// float, its `//` floors). `&&`, `||` and `!` build i1 logic and do not short-circuit.
 //
 // Errors. A misuse (a type mismatch, a tensor that the spec does not
 // declare, a wrong index count, a hook that returns the wrong type) becomes
