@@ -438,6 +438,10 @@ PYBIND11_MODULE(_runtime, m) {
   // The rules a front end traces by (flashtile/ABI/KernelRules.h), here in
   // the LLVM-free extension so that a runtime-only installation traces the
   // IR, and so the cache key, the compiler would.
+  py::list dtypes;
+  for (plan::DType d : flashtile::abi::kAttentionDTypes)
+    dtypes.append(plan::stringifyDType(d));
+  m.attr("ATTENTION_DTYPES") = py::tuple(dtypes);
   m.def("padded_head_dim", &flashtile::abi::getPaddedHeadDim, py::arg("head_dim"),
         "The head dim as shared buffers and fragments hold it.");
   m.def("default_softmax_scale", &flashtile::abi::getDefaultSoftmaxScale,

@@ -12,6 +12,7 @@
 #ifndef FLASHTILE_DSL_EXAMPLES_EXAMPLE_H
 #define FLASHTILE_DSL_EXAMPLES_EXAMPLE_H
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/DSL/Tile.h"
@@ -44,15 +45,14 @@ inline bool parseFlags(int argc, char **argv, Flags &flags) {
       return arg.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
     };
     if (const char *v = value("--dtype=")) {
-      if (std::strcmp(v, "f16") == 0)
-        flags.dtype = dsl::DType::F16;
-      else if (std::strcmp(v, "bf16") == 0)
-        flags.dtype = dsl::DType::BF16;
-      else {
-        llvm::errs() << argv[0] << ": --dtype takes f16 or bf16, got '" << v
+      std::optional<plan::DType> dtype = plan::parseDType(v);
+      if (!dtype || !abi::isAttentionDType(*dtype)) {
+        llvm::errs() << argv[0] << ": --dtype takes one of "
+                     << abi::getAttentionDTypeList() << ", got '" << v
                      << "'\n";
         return false;
       }
+      flags.dtype = *dtype;
     } else if (const char *v = value("--head-dim=")) {
       flags.headDim = std::atoi(v);
     } else if (const char *v = value("--causal=")) {

@@ -32,7 +32,7 @@ __all__ = ["attention", "decode", "varlen", "create_block_mask", "BlockMask",
 # 128-row tiles read each K/V tile for more rows.
 DECODE_ROWS = 32
 
-_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
+_DTYPES = None  # "torch.bfloat16" -> "bf16", for the attention dtypes
 _compiled = {}  # (shapes' facts, trace guard, ...) -> (kernel, key)
 _traced = {}    # key: (traced IR, arch, isa, pins) -> (kernel, key)
 _archs = {}
@@ -55,10 +55,16 @@ def _check(q, k, v):
             raise FlashTileError(
                 f"{name} must be a 4-d (batch, heads, seq, dim) tensor, got "
                 f"{getattr(t, 'shape', type(t).__name__)}")
+    global _DTYPES
+    if _DTYPES is None:
+        from .runtime import torch_dtype_name
+        _DTYPES = {f"torch.{torch_dtype_name(n)}": n
+                   for n in _hooks.attention_dtypes()}
     dtype = _DTYPES.get(str(q.dtype))
     if dtype is None:
-        raise FlashTileError(f"q has dtype {q.dtype}; flashtile.attention "
-                             f"takes bfloat16 or float16")
+        raise FlashTileError(
+            f"q has dtype {q.dtype}; flashtile.attention takes "
+            f"{' or '.join(t[len('torch.'):] for t in _DTYPES)}")
     if not q.is_cuda:
         raise FlashTileError("q must be a CUDA tensor")
     return dtype

@@ -830,6 +830,28 @@ def check_window(window):
     return (left, right)
 
 
+def attention_dtypes():
+    """The element types of Q, K, V and O ("f16", "bf16"), as the C++ side
+    owns them (flashtile/ABI/KernelRules.h, through the LLVM-free runtime
+    extension)."""
+    try:
+        from . import _runtime
+    except ImportError as e:
+        raise FlashTileError(
+            f"flashtile._runtime (the C++ extension) does not import: {e}"
+        ) from None
+    return _runtime.ATTENTION_DTYPES
+
+
+def check_dtype(dtype):
+    """A FlashTileError unless `dtype` is an attention element type."""
+    names = attention_dtypes()
+    if dtype not in names:
+        raise FlashTileError(
+            f"dtype must be one of {', '.join(repr(n) for n in names)}, got "
+            f"{dtype!r}")
+
+
 # The argument name of a paged kernel's block table (kernel_ir(paged=True)).
 PAGE_TABLE = "block_table"
 
@@ -844,8 +866,7 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
     in their place (TensorSpec stand-ins). `paged`: K and V are page pools
     read through a last extra argument `block_table`, an int32 (batch,
     max_pages) tensor that the caller passes by name (not listed)."""
-    if dtype not in ("f16", "bf16"):
-        raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
+    check_dtype(dtype)
     head_dim_v = head_dim if head_dim_v is None else head_dim_v
     kernel = _Kernel()
     hooks = []

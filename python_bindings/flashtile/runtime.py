@@ -37,9 +37,15 @@ except ImportError as e:  # pragma: no cover - depends on the build
 __all__ = ["FlashTileError", "Kernel", "Prepared", "load", "parse_plan",
            "driver_available"]
 
-# torch's dtype for each plan dtype name.
+# torch's dtype for each plan dtype name (the names are the plan format's,
+# plan::stringifyDType).
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
                  "i32": "int32", "i64": "int64"}
+
+
+def torch_dtype_name(name):
+    """torch's name ("bfloat16") of the plan dtype `name` ("bf16")."""
+    return _TORCH_DTYPES[name]
 
 # (stream(device) -> int, allocate(shape, dtype, device, like) -> tensor), made on
 # the first launch (importing torch then, not at import time).

@@ -118,8 +118,7 @@ class TileProgram:
 
     def __init__(self, name, head_dim, dtype, head_dim_v, tile_m, tile_n,
                  stages, warps, q_in_regs, arch, captures=None):
-        if dtype not in ("f16", "bf16"):
-            raise FlashTileError(f"dtype must be 'f16' or 'bf16', got {dtype!r}")
+        _hooks.check_dtype(dtype)
         self.name, self.dtype, self.arch = name, dtype, arch
         self.head_dim = _padded(head_dim)
         self.head_dim_v = _padded(head_dim_v or head_dim)

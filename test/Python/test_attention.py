@@ -163,6 +163,15 @@ class StaleKernelTest(FakeCallsTest):
         fa.attention(q, k, v, score_mod=score_mod)  # the IR finds it
         self.assertEqual(len(self.record.compiled), 2)
 
+    def test_dtypes_come_from_the_kernel_rules(self):
+        q, k, v = self.qkv()
+        q.dtype = "torch.float32"
+        with self.assertRaises(FlashTileError) as e:
+            fa.attention(q, k, v)
+        self.assertIn("q has dtype torch.float32; flashtile.attention takes "
+                      "float16 or bfloat16", str(e.exception))
+        self.assertEqual(flashtile.hooks.attention_dtypes(), ("f16", "bf16"))
+
     def test_window_must_be_a_pair(self):
         q, k, v = self.qkv()
         with self.assertRaises(FlashTileError) as e:

@@ -331,7 +331,8 @@ class ErrorTest(unittest.TestCase):
                            lambda: flashtile.tanh(1.0))
         with self.assertRaises(FlashTileError):
             flashtile.scalar("x")
-        self.assertErrorAt(None, "dtype must be 'f16' or 'bf16'",
+        self.assertErrorAt(None, "dtype must be one of 'f16', 'bf16', got "
+                           "'f32'",
                            lambda: kernel_ir("k", 64, dtype="f32"))
 
 

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/Compiler/Input.h"
@@ -231,13 +232,13 @@ static OwningOpRef<ModuleOp> loadInput(MLIRContext &ctx,
   dsl::AttentionSpec spec;
   spec.name = kernelName;
   spec.chip = arch->chip;
-  if (dtypeName == "f16" || dtypeName == "bf16") {
-    spec.dtype = dtypeName == "f16" ? dsl::DType::F16 : dsl::DType::BF16;
-  } else {
+  std::optional<plan::DType> dtype = plan::parseDType(dtypeName);
+  if (!dtype || !abi::isAttentionDType(*dtype)) {
     emitError(loc) << "unknown dtype '" << dtypeName
-                   << "'; supported: f16, bf16";
+                   << "'; supported: " << abi::getAttentionDTypeList();
     return nullptr;
   }
+  spec.dtype = *dtype;
   spec.headDim = headDim;
   spec.headDimV = headDimV;
   spec.causal = causal;

@@ -12,10 +12,30 @@
 #ifndef FLASHTILE_ABI_KERNELRULES_H
 #define FLASHTILE_ABI_KERNELRULES_H
 
+#include "flashtile/Runtime/LaunchPlan.h"
+
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace flashtile::abi {
+
+/// The element types of Q, K, V and O (their plan names: "f16", "bf16").
+inline constexpr plan::DType kAttentionDTypes[] = {plan::DType::F16,
+                                                   plan::DType::BF16};
+inline bool isAttentionDType(plan::DType dtype) {
+  for (plan::DType d : kAttentionDTypes)
+    if (d == dtype)
+      return true;
+  return false;
+}
+/// "f16, bf16", for messages.
+inline std::string getAttentionDTypeList() {
+  std::string list;
+  for (plan::DType d : kAttentionDTypes)
+    list += (list.empty() ? "" : ", ") + std::string(plan::stringifyDType(d));
+  return list;
+}
 
 /// The head dims a kernel takes: multiples of kHeadDimGranule up to
 /// kMaxHeadDim. A row of Q, K, V or O in global memory is whole 16-byte
