@@ -49,6 +49,8 @@ def find_ptxas():
 
 if find_ptxas():
     config.available_features.add("ptxas")
+    # The real ptxas, for tests that wrap it (Compiler/Inputs/spilling-ptxas.sh).
+    config.substitutions.append(("%real_ptxas", find_ptxas()))
 
 # pip, setuptools and wheel in lit's Python: the package install test.
 import importlib.util
