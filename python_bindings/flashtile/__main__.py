@@ -86,36 +86,40 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
         if "tile_program" in entry:
             request = _tile_request(entry, module, hooks_module, captures,
                                     where, manifest)
-            kernel = compiler.compile_request(request, cache=cache)
-            print(f"{kernel.key}  {request.description}", file=out)
-            keys.append(kernel.key)
-            continue
-        hooks = {}
-        for kind in ("score_mod", "mask_mod", "sink"):
-            name = entry.get(kind)
-            if name is None:
-                continue
-            # "module:function" names a function of an importable module
-            # (the package's own hooks: "flashtile._varlen:causal_mask").
-            hooks[kind] = _function(name, module, hooks_module,
-                                    entry.get("hooks") or manifest.get("hooks"),
-                                    where, kind)
-        request = compiler.KernelRequest(
-            entry["head_dim"], entry.get("dtype", "bf16"),
-            entry.get("head_dim_v"), bool(entry.get("causal", False)),
-            tuple(entry["window"]) if entry.get("window") else None,
-            entry.get("scale"),
-            hooks.get("score_mod"), hooks.get("mask_mod"),
-            entry.get("arch", "sm_120"), entry.get("isa"),
-            entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
-            entry.get("warps"), entry.get("q_in_regs"), captures=captures,
-            sink=hooks.get("sink"), family=entry.get("family", "prefill"),
-            kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")),
-            name=entry.get("name", compiler.DEFAULT_NAME))
+        else:
+            request = _kernel_request(entry, module, hooks_module, captures,
+                                      where, manifest)
         kernel = compiler.compile_request(request, cache=cache)
         print(f"{kernel.key}  {request.description}", file=out)
         keys.append(kernel.key)
     return keys
+
+
+def _kernel_request(entry, module, hooks_module, captures, where, manifest):
+    """The request of a manifest entry of an attention kernel (the entry
+    KernelRequest.manifest_entry prints)."""
+    hooks = {}
+    for kind in ("score_mod", "mask_mod", "sink"):
+        name = entry.get(kind)
+        if name is None:
+            continue
+        # "module:function" names a function of an importable module
+        # (the package's own hooks: "flashtile._varlen:causal_mask").
+        hooks[kind] = _function(name, module, hooks_module,
+                                entry.get("hooks") or manifest.get("hooks"),
+                                where, kind)
+    return compiler.KernelRequest(
+        entry["head_dim"], entry.get("dtype", "bf16"),
+        entry.get("head_dim_v"), bool(entry.get("causal", False)),
+        tuple(entry["window"]) if entry.get("window") else None,
+        entry.get("scale"),
+        hooks.get("score_mod"), hooks.get("mask_mod"),
+        entry.get("arch", "sm_120"), entry.get("isa"),
+        entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
+        entry.get("warps"), entry.get("q_in_regs"), captures=captures,
+        sink=hooks.get("sink"), family=entry.get("family", "prefill"),
+        kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")),
+        name=entry.get("name", compiler.DEFAULT_NAME))
 
 
 def _function(name, module, hooks_module, source, where, kind):

@@ -29,6 +29,7 @@ user's line.
 """
 
 import builtins
+import functools
 import math
 import operator
 import traceback
@@ -57,21 +58,18 @@ def _is_library_file(filename):
             or filename.startswith("<frozen "))
 
 
+def _user_frame_summary(frames=None):
+    """The innermost frame (of `frames`, else of the stack) outside this
+    package and torch, or None."""
+    frames = traceback.extract_stack()[:-1] if frames is None else frames
+    return next((f for f in reversed(frames)
+                 if not _is_library_file(f.filename)), None)
+
+
 def _user_frame(frames=None):
     """file:line of the innermost frame outside this package and torch."""
-    frames = traceback.extract_stack()[:-1] if frames is None else frames
-    for frame in reversed(frames):
-        if not _is_library_file(frame.filename):
-            return f"{frame.filename}:{frame.lineno}"
-    return "<unknown>"
-
-
-def _user_source_line():
-    """The source text of the user's line (_user_frame), or ""."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        if not _is_library_file(frame.filename):
-            return frame.line or ""
-    return ""
+    frame = _user_frame_summary(frames)
+    return f"{frame.filename}:{frame.lineno}" if frame else "<unknown>"
 
 
 def _fail(message):
@@ -238,12 +236,14 @@ class Value:
         # math.tanh(score) and friends land here (they call float() on
         # their argument): name the hook function that replaces them.
         import re
-        called = re.findall(r"\bmath\.([a-z0-9_]+)\s*\(", _user_source_line())
-        offer = [f"flashtile.{n}" for n in called if n in __all__]
+        frame = _user_frame_summary()
+        called = re.findall(r"\bmath\.([a-z0-9_]+)\s*\(",
+                            (frame.line or "") if frame else "")
+        offer = [n for n in called if n in __all__]
         if offer:
-            _fail(f"a hook value is symbolic: Python's math."
-                  f"{offer[0].split('.')[1]} cannot take it; use "
-                  f"{offer[0]} (torch.{offer[0].split('.')[1]} works too)")
+            _fail(f"a hook value is symbolic: Python's math.{offer[0]} cannot "
+                  f"take it; use flashtile.{offer[0]} (torch.{offer[0]} works "
+                  f"too)")
         _fail("a hook value is symbolic: float() and Python's math module "
               "cannot take it; use flashtile's functions (flashtile.tanh, "
               "flashtile.exp, ...) and flashtile.to_float for an index")
@@ -631,15 +631,22 @@ class _ScalarArg(_AsValue):
 
 
 
-def _is_none_global_or_cell(fn, name):
+_NOT_CAPTURED = object()
+
+
+def _captured(fn, name):
+    """What `fn` captures under `name` now: its closure cell's contents,
+    else the global it names; _NOT_CAPTURED when it captures no such name
+    (or the cell is still empty)."""
     code = fn.__code__
     if name in code.co_freevars:
         try:
-            return fn.__closure__[code.co_freevars.index(name)] \
-                .cell_contents is None
-        except ValueError:
-            return False
-    return name in fn.__globals__ and fn.__globals__[name] is None
+            return fn.__closure__[code.co_freevars.index(name)].cell_contents
+        except ValueError:  # an empty cell (a later-assigned name)
+            return _NOT_CAPTURED
+    if name in code.co_names and name in fn.__globals__:
+        return fn.__globals__[name]
+    return _NOT_CAPTURED
 
 
 def tensor_dtype(t):
@@ -758,6 +765,8 @@ def _trace(kernel, fn, params, result_type, what, captures):
     _current.append(region)
     try:
         result = kernel.bind(fn, captures)(*args)
+        if isinstance(result, _TensorArg) and result.rank == 0:
+            result = result.value(region)  # a 0-d tensor returned: its element
     except (TypeError, AttributeError, IndexError, KeyError,
             ZeroDivisionError) as e:
         # Python itself refused what the hook did with a traced value (a
@@ -766,8 +775,7 @@ def _trace(kernel, fn, params, result_type, what, captures):
         frames = traceback.extract_tb(e.__traceback__)
         where = _user_frame(frames)
         unset = [n for n in fn.__code__.co_freevars + fn.__code__.co_names
-                 if n not in (captures or {}) and
-                 _is_none_global_or_cell(fn, n)]
+                 if n not in (captures or {}) and _captured(fn, n) is None]
         hint = ""
         if unset:
             hint = (f"; {', '.join(unset)} is None while the hook is traced: "
@@ -784,12 +792,6 @@ def _trace(kernel, fn, params, result_type, what, captures):
                              f"it must return a {result_type} hook value")
     if isinstance(result, bool) and result_type == _I1:
         result = region.constant(result, _I1)
-    elif isinstance(result, _TensorArg) and result.rank == 0:
-        _current.append(region)
-        try:
-            result = result.value(region)
-        finally:
-            _current.pop()
     elif not isinstance(result, Value):
         if result_type == _F32 and isinstance(result, (int, float)):
             result = region.constant(float(result), _F32)
@@ -830,17 +832,23 @@ def check_window(window):
     return (left, right)
 
 
-def attention_dtypes():
-    """The element types of Q, K, V and O ("f16", "bf16"), as the C++ side
-    owns them (flashtile/ABI/KernelRules.h, through the LLVM-free runtime
-    extension)."""
+def kernel_rules():
+    """The kernel rules front ends trace by (flashtile/ABI/KernelRules.h:
+    the attention dtypes, head-dim padding, the default scale), from the
+    LLVM-free runtime extension, so that a runtime-only installation
+    traces what the compiler would."""
     try:
         from . import _runtime
     except ImportError as e:
         raise FlashTileError(
-            f"flashtile._runtime (the C++ extension) does not import: {e}"
-        ) from None
-    return _runtime.ATTENTION_DTYPES
+            f"tracing needs flashtile._runtime (the C++ extension), which "
+            f"does not import: {e}") from None
+    return _runtime
+
+
+def attention_dtypes():
+    """The element types of Q, K, V and O ("f16", "bf16")."""
+    return kernel_rules().ATTENTION_DTYPES
 
 
 def check_dtype(dtype):
@@ -953,7 +961,7 @@ def _sigmoid(x):
 
 
 def _relu(x, inplace=False):
-    return maximum(x, 0.0 if isinstance(x, Value) and x.type == _F32 else 0)
+    return maximum(x, 0)  # 0 takes x's type
 
 
 # torch functions a hook may call on hook values, by __name__.
@@ -981,21 +989,14 @@ def read_captures(functions, extras, bindings=None):
     bindings = bindings or {}
     values = {}
     for name, kind, traced, variable in extras:
-        value = traced
-        if variable in bindings:
-            values[name] = bindings[variable]
-            continue
+        value = bindings.get(variable, _NOT_CAPTURED)
         for fn in functions:
-            if fn is None:
-                continue
-            code = fn.__code__
-            if variable in code.co_freevars:
-                value = fn.__closure__[code.co_freevars.index(variable)] \
-                    .cell_contents
+            if value is not _NOT_CAPTURED:
                 break
-            if variable in code.co_names and variable in fn.__globals__:
-                value = fn.__globals__[variable]
-                break
+            if fn is not None:
+                value = _captured(fn, variable)
+        if value is _NOT_CAPTURED:
+            value = traced
         if isinstance(value, Scalar):
             value = value.value
         values[name] = value
@@ -1018,14 +1019,16 @@ class _Unguardable(Exception):
     pass
 
 
+@functools.lru_cache(maxsize=None)
 def _code_names(code):
     """The global and attribute names `code` and the code nested in it
-    (lambdas, inner functions) read."""
+    (lambdas, inner functions) read, sorted (code is immutable, so per call
+    this is a lookup)."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
+            names.update(_code_names(const))
+    return tuple(sorted(names))
 
 
 def _guard_value(value, names, state, depth):
@@ -1052,7 +1055,7 @@ def _guard_value(value, names, state, depth):
             return value
         return ("module", value.__name__, tuple(
             (n, _guard_value(getattr(value, n), names, state, depth + 1))
-            for n in sorted(names) if hasattr(value, n)))
+            for n in names if hasattr(value, n)))
     if isinstance(value, (types.BuiltinFunctionType, type)):
         return value
     if isinstance(value, (tuple, list)):
@@ -1076,7 +1079,7 @@ def _guard_function(fn, state, depth):
         except ValueError:  # an empty cell
             cells.append(("empty",))
     globals_ = tuple((n, _guard_value(fn.__globals__[n], names, state, depth))
-                     for n in sorted(names) if n in fn.__globals__)
+                     for n in names if n in fn.__globals__)
     defaults = _guard_value(fn.__defaults__, names, state, depth)
     kwdefaults = _guard_value(fn.__kwdefaults__, names, state, depth)
     return (code, tuple(cells), globals_, defaults, kwdefaults)

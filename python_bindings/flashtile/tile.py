@@ -195,7 +195,7 @@ class TileProgram:
         """The run-time softmax scale; its default `default`, else the
         compiler's (1 / sqrt(head_dim))."""
         value = default if default is not None else \
-            _rules().default_softmax_scale(self._dims[0])
+            _hooks.kernel_rules().default_softmax_scale(self._dims[0])
         return _Scalar(self._emit(
             f"attn.softmax_scale {{default_value = "
             f"{_hooks._float_literal(value)} : f32}} : f32")[0])
@@ -456,22 +456,9 @@ class TileProgram:
         return "\n".join(lines), extras
 
 
-def _rules():
-    """The kernel rules tracing follows (head-dim padding, default scale:
-    flashtile/ABI/KernelRules.h), from the LLVM-free runtime extension, so
-    that a runtime-only installation traces what the compiler would."""
-    try:
-        from . import _runtime
-    except ImportError as e:
-        raise FlashTileError(
-            f"tracing a tile program needs flashtile._runtime (the C++ "
-            f"extension), which does not import: {e}") from None
-    return _runtime
-
-
 def _padded(d):
     """The head dim as buffers and fragments hold it."""
-    return _rules().padded_head_dim(d)
+    return _hooks.kernel_rules().padded_head_dim(d)
 
 
 def program_ir(program, head_dim, dtype="bf16", *, head_dim_v=None,

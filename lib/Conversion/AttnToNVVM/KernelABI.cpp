@@ -160,7 +160,8 @@ bool flashtile::readsBatchSize(KernelOp kernel) {
 }
 
 int64_t flashtile::getBatchParamIndex(KernelOp kernel) {
-  return readsBatchSize(kernel) ? findParam(kernel, "batch") : -1;
+  // "batch" is a reserved size name, so only the size parameter has it.
+  return findParam(kernel, "batch");
 }
 
 static Expr named(const char *name) { return Expr::named(name); }
