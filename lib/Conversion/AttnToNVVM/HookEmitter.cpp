@@ -327,7 +327,8 @@ Value HookEmitter::pow(math::PowFOp op) {
     Value yf = y.getType() == x.getType()
                    ? y
                    : Value(LLVM::FPExtOp::create(b, loc, x.getType(), y));
-    Value magnitude = e.exp2(e.fmul(yf, e.log2(LLVM::FAbsOp::create(b, loc, x))));
+    Value magnitude =
+        e.exp2(e.fmul(yf, e.log2(LLVM::FAbsOp::create(b, loc, x))));
     // y is integral when floor(y) == y, and odd when moreover floor(y / 2)
     // != y / 2 (exact in f32: halving and floor do not round).
     Value isIntegral = e.fcmp(LLVM::FCmpPredicate::oeq,

@@ -4,8 +4,9 @@
 // fragments are spread over its warps and indexed, for the 16-bit
 // m16n8k16 forms the lowering emits today. The coordinates within one
 // mma tile come from MmaFragments.h, which owns them for every mma shape
-// and element width. Warps are stacked along the rows: warp w owns rows [w * R, (w + 1) * R) of
-// an M-row fragment, R = M / warps, as R / 16 "m-tiles" of mma.m16n8k16.
+// and element width. Warps are stacked along the rows: warp w owns rows
+// [w * R, (w + 1) * R) of an M-row fragment, R = M / warps, as R / 16
+// "m-tiles" of mma.m16n8k16.
 // With lane = 4 * g + t (g = lane / 4, t = lane % 4), following the PTX ISA's
 // fragment figures for mma.m16n8k16 (section "Matrix Fragments for
 // mma.m16n8k16 with floating point type"):
