@@ -6,7 +6,7 @@
 //   O = (softmax(Q1 K1^T / sqrt(d)) - lambda softmax(Q2 K2^T / sqrt(d))) V,
 // V of the full head dim. A score_mod or FlexAttention cannot express it:
 // the two maps have their own row maxima and sums. Here both live in one
-// block: two dots over the halves of one K tile (attn.mma_qk's head range),
+// block: two dots over the halves of one K tile (attn.mma's k range),
 // two online softmaxes written with the tile language's row reductions and
 // maps, two accumulators over the same V tile, and the difference at the
 // end. The LSE output is not written. lambda is the kernel argument `lam`.

@@ -18,8 +18,8 @@ module {
     %11:6 = attn.kv_loop %unmasked_end to %end iter_args(%5, %6, %7, %8, %9, %10) : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> attributes {masked} {
     ^bb0(%arg6: index, %arg7: !attn.frag<128xf32>, %arg8: !attn.frag<128xf32>, %arg9: !attn.frag<128x128xf32>, %arg10: !attn.frag<128xf32>, %arg11: !attn.frag<128xf32>, %arg12: !attn.frag<128x128xf32>):
       attn.copy_async %arg1[%batch, %arg6, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x32x128xbf16, 3>
-      %14 = attn.mma_qk %0, %1[%arg6] {head_end = 64 : i64} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
-      %15 = attn.mma_qk %0, %1[%arg6] {head_begin = 64 : i64, head_end = 128 : i64} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
+      %14 = attn.mma %0, %1[%arg6] {k_end = 64 : i64, transpose_b} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
+      %15 = attn.mma %0, %1[%arg6] {k_begin = 64 : i64, k_end = 128 : i64, transpose_b} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
       %16 = attn.mask %14, %m_block, %arg6, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = -1 : i64} : !attn.frag<128x32xf32>
       %17 = attn.mask %15, %m_block, %arg6, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = -1 : i64} : !attn.frag<128x32xf32>
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x32x128xbf16, 3>
@@ -68,7 +68,7 @@ module {
         attn.yield %36 : f32
       }
       %25 = attn.convert %20 : !attn.frag<128x32xf32> -> !attn.frag<128x32xbf16>
-      %26 = attn.mma_pv %25, %2[%arg6], %24 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32>
+      %26 = attn.mma %25, %2[%arg6], %24 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       %27 = attn.reduce_rows %17 {kind = "max"} : !attn.frag<128x32xf32> -> !attn.frag<128xf32>
       %28 = attn.map %arg10, %27 : !attn.frag<128xf32>, !attn.frag<128xf32> -> !attn.frag<128xf32> {
       ^bb0(%arg13: f32, %arg14: f32, %arg15: index):
@@ -114,14 +114,14 @@ module {
         attn.yield %36 : f32
       }
       %34 = attn.convert %29 : !attn.frag<128x32xf32> -> !attn.frag<128x32xbf16>
-      %35 = attn.mma_pv %34, %2[%arg6], %33 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32>
+      %35 = attn.mma %34, %2[%arg6], %33 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %19, %23, %26, %28, %32, %35 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
     }
     %12:6 = attn.kv_loop %unmasked_begin to %unmasked_end iter_args(%11#0, %11#1, %11#2, %11#3, %11#4, %11#5) : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> {
     ^bb0(%arg6: index, %arg7: !attn.frag<128xf32>, %arg8: !attn.frag<128xf32>, %arg9: !attn.frag<128x128xf32>, %arg10: !attn.frag<128xf32>, %arg11: !attn.frag<128xf32>, %arg12: !attn.frag<128x128xf32>):
       attn.copy_async %arg1[%batch, %arg6, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x32x128xbf16, 3>
-      %14 = attn.mma_qk %0, %1[%arg6] {head_end = 64 : i64} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
-      %15 = attn.mma_qk %0, %1[%arg6] {head_begin = 64 : i64, head_end = 128 : i64} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
+      %14 = attn.mma %0, %1[%arg6] {k_end = 64 : i64, transpose_b} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
+      %15 = attn.mma %0, %1[%arg6] {k_begin = 64 : i64, k_end = 128 : i64, transpose_b} : memref<1x128x128xbf16, 3>, memref<1x32x128xbf16, 3> -> !attn.frag<128x32xf32>
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x32x128xbf16, 3>
       %16 = attn.reduce_rows %14 {kind = "max"} : !attn.frag<128x32xf32> -> !attn.frag<128xf32>
       %17 = attn.map %arg7, %16 : !attn.frag<128xf32>, !attn.frag<128xf32> -> !attn.frag<128xf32> {
@@ -168,7 +168,7 @@ module {
         attn.yield %34 : f32
       }
       %23 = attn.convert %18 : !attn.frag<128x32xf32> -> !attn.frag<128x32xbf16>
-      %24 = attn.mma_pv %23, %2[%arg6], %22 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32>
+      %24 = attn.mma %23, %2[%arg6], %22 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       %25 = attn.reduce_rows %15 {kind = "max"} : !attn.frag<128x32xf32> -> !attn.frag<128xf32>
       %26 = attn.map %arg10, %25 : !attn.frag<128xf32>, !attn.frag<128xf32> -> !attn.frag<128xf32> {
       ^bb0(%arg13: f32, %arg14: f32, %arg15: index):
@@ -214,7 +214,7 @@ module {
         attn.yield %34 : f32
       }
       %32 = attn.convert %27 : !attn.frag<128x32xf32> -> !attn.frag<128x32xbf16>
-      %33 = attn.mma_pv %32, %2[%arg6], %31 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32>
+      %33 = attn.mma %32, %2[%arg6], %31 : !attn.frag<128x32xbf16>, memref<1x32x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %17, %21, %24, %26, %30, %33 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
     }
     %13 = attn.map %12#2, %12#1, %12#5, %12#4 : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>, !attn.frag<128xf32> -> !attn.frag<128x128xf32> {

@@ -15,7 +15,7 @@ module {
     %8:2 = attn.kv_loop %unmasked_end to %end iter_args(%6, %7) : !attn.frag<128x128xf32>, !attn.frag<128xf32> -> !attn.frag<128x128xf32>, !attn.frag<128xf32> attributes {masked} {
     ^bb0(%arg5: index, %arg6: !attn.frag<128x128xf32>, %arg7: !attn.frag<128xf32>):
       attn.copy_async %arg1[%batch, %arg5, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %11 = attn.mma_qk %4, %1[%arg5] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %11 = attn.mma %4, %1[%arg5] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %12 = attn.mask %11, %m_block, %arg5, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = -1 : i64} : !attn.frag<128x128xf32>
       %13 = attn.map %12 : !attn.frag<128x128xf32> -> !attn.frag<128x128xf32> {
       ^bb0(%arg8: f32, %arg9: index, %arg10: index):
@@ -41,13 +41,13 @@ module {
       }
       attn.copy_async %arg2[%batch, %arg5, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
       %17 = attn.convert %16 : !attn.frag<128x128xf32> -> !attn.frag<128x128xbf16>
-      %18 = attn.mma_pv %17, %2[%arg5], %arg6 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %18 = attn.mma %17, %2[%arg5], %arg6 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %18, %15 : !attn.frag<128x128xf32>, !attn.frag<128xf32>
     }
     %9:2 = attn.kv_loop %unmasked_begin to %unmasked_end iter_args(%8#0, %8#1) : !attn.frag<128x128xf32>, !attn.frag<128xf32> -> !attn.frag<128x128xf32>, !attn.frag<128xf32> {
     ^bb0(%arg5: index, %arg6: !attn.frag<128x128xf32>, %arg7: !attn.frag<128xf32>):
       attn.copy_async %arg1[%batch, %arg5, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %11 = attn.mma_qk %4, %1[%arg5] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %11 = attn.mma %4, %1[%arg5] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %12 = attn.map %arg7 : !attn.frag<128xf32> -> !attn.frag<128xf32> {
       ^bb0(%arg8: f32, %arg9: index):
         %cst = arith.constant 1.280000e+02 : f32
@@ -63,7 +63,7 @@ module {
       }
       attn.copy_async %arg2[%batch, %arg5, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
       %14 = attn.convert %13 : !attn.frag<128x128xf32> -> !attn.frag<128x128xbf16>
-      %15 = attn.mma_pv %14, %2[%arg5], %arg6 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %15 = attn.mma %14, %2[%arg5], %arg6 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %15, %12 : !attn.frag<128x128xf32>, !attn.frag<128xf32>
     }
     %10 = attn.map %9#0, %9#1 : !attn.frag<128x128xf32>, !attn.frag<128xf32> -> !attn.frag<128x128xf32> {

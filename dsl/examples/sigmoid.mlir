@@ -14,7 +14,7 @@ module {
     %7 = attn.kv_loop %unmasked_end to %end iter_args(%6) : !attn.frag<128x128xf32> -> !attn.frag<128x128xf32> attributes {masked} {
     ^bb0(%arg6: index, %arg7: !attn.frag<128x128xf32>):
       attn.copy_async %arg1[%batch, %arg6, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %9 = attn.mma_qk %4, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %9 = attn.mma %4, %1[%arg6] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %10 = attn.mask %9, %m_block, %arg6, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = -1 : i64} : !attn.frag<128x128xf32>
       %11 = attn.map %10, %5 : !attn.frag<128x128xf32>, f32 -> !attn.frag<128x128xf32> {
       ^bb0(%arg8: f32, %arg9: f32, %arg10: index, %arg11: index):
@@ -33,13 +33,13 @@ module {
       }
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
       %12 = attn.convert %11 : !attn.frag<128x128xf32> -> !attn.frag<128x128xbf16>
-      %13 = attn.mma_pv %12, %2[%arg6], %arg7 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %13 = attn.mma %12, %2[%arg6], %arg7 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %13 : !attn.frag<128x128xf32>
     }
     %8 = attn.kv_loop %unmasked_begin to %unmasked_end iter_args(%7) : !attn.frag<128x128xf32> -> !attn.frag<128x128xf32> {
     ^bb0(%arg6: index, %arg7: !attn.frag<128x128xf32>):
       attn.copy_async %arg1[%batch, %arg6, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %9 = attn.mma_qk %4, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %9 = attn.mma %4, %1[%arg6] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %10 = attn.map %9, %5 : !attn.frag<128x128xf32>, f32 -> !attn.frag<128x128xf32> {
       ^bb0(%arg8: f32, %arg9: f32, %arg10: index, %arg11: index):
         %cst = arith.constant 5.000000e-01 : f32
@@ -57,7 +57,7 @@ module {
       }
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
       %11 = attn.convert %10 : !attn.frag<128x128xf32> -> !attn.frag<128x128xbf16>
-      %12 = attn.mma_pv %11, %2[%arg6], %arg7 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %12 = attn.mma %11, %2[%arg6], %arg7 : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %12 : !attn.frag<128x128xf32>
     }
     attn.store %8, %3 -> %arg3[%batch, %m_block, %head], %arg4 : !attn.frag<128x128xf32>, memref<1x128x128xbf16, 3> -> memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>>, memref<?x?x?xf32>

@@ -241,12 +241,13 @@ class TileProgram:
         `head_range` (begin, end), over that slice of the head dim."""
         rows = q.shape[0] if isinstance(q, Frag) else q.shape[1]
         s = Frag(None, (rows, k.shape[1]), _F32)
-        attrs = ""
+        attrs = "transpose_b"
         if head_range is not None:
-            attrs = (f" {{head_begin = {int(head_range[0])} : i64, head_end = "
-                     f"{int(head_range[1])} : i64}}")
-        s.name = self._emit(f"attn.mma_qk {q.name}, {k.name}[{tile.name}]"
-                            f"{attrs} : {q.type}, {k.type} -> {s.type}")[0]
+            attrs = (f"k_begin = {int(head_range[0])} : i64, k_end = "
+                     f"{int(head_range[1])} : i64, {attrs}")
+        s.name = self._emit(f"attn.mma {q.name}, {k.name}[{tile.name}] "
+                            f"{{{attrs}}} : {q.type}, {k.type} -> "
+                            f"{s.type}")[0]
         return s
 
     def dot_accumulate(self, p, v, tile, acc):
@@ -256,8 +257,8 @@ class TileProgram:
             p = self.convert(p, v.dtype)
         out = Frag(None, acc.shape, _F32)
         out.name = self._emit(
-            f"attn.mma_pv {p.name}, {v.name}[{tile.name}], {acc.name} : "
-            f"{p.type}, {v.type}, {acc.type}")[0]
+            f"attn.mma {p.name}, {v.name}[{tile.name}], {acc.name} : "
+            f"{p.type}, {v.type}, {acc.type} -> {out.type}")[0]
         return out
 
     def map(self, operands, fn):

@@ -58,8 +58,8 @@ class TraceTest(unittest.TestCase):
         text, extras = tile.program_ir(
             tile_attention.differential_attention(False), 128, "f16",
             tile_n=32, q_in_regs=False, name="diff")
-        self.assertEqual(text.count("head_begin = 0 : i64, head_end = 64"), 2)
-        self.assertEqual(text.count("head_begin = 64 : i64, head_end = 128"), 2)
+        self.assertEqual(text.count("k_begin = 0 : i64, k_end = 64"), 2)
+        self.assertEqual(text.count("k_begin = 64 : i64, k_end = 128"), 2)
         self.assertEqual(text.count('attn.reduce_rows'), 8)
         self.assertNotIn("attn.online_softmax", text)
         self.assertEqual([e[0] for e in extras], ["lam"])

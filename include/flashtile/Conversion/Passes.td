@@ -16,9 +16,11 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "::mlir::ModuleOp"> {
       (the 16-byte chunk index is XORed with the row, so the 8 rows an
       `ldmatrix` phase reads hit 8 different bank groups); rows past the
       sequence end are zero-filled through the copy's source size.
-    * `attn.load_frag`, `attn.mma_qk`: `ldmatrix.x4` and
-      `mma.sync.m16n8k16` with f32 accumulators.
-    * `attn.mma_pv`: `ldmatrix.x4.trans` on V; P comes from registers.
+    * `attn.load_frag`, `attn.mma`: `ldmatrix.x4` (`.trans` for an
+      operand stored with K outermost, as V in P V) and the mma table's
+      `mma.sync` (m16n8k16 for f16 / bf16, m16n8k32 for 8-bit types) into
+      f32, f16 or s32 accumulators; an A operand in registers (P) needs no
+      load.
     * `attn.online_softmax`: exp2 with the scale folded into one FMA, row
       maxima reduced across the quad with `shfl.sync.bfly`.
     * `attn.epilogue`: normalise, stage O through shared memory, 128-bit

@@ -15,20 +15,40 @@ using namespace flashtile::attn::lowering;
 //===----------------------------------------------------------------------===//
 
 
+int64_t FragmentLayout::accValuesPerTile(FragType type) {
+  return MmaFragment(kShape, MmaOperand::C,
+                     type.getElementType().getIntOrFloatBitWidth())
+      .getRegistersPerLane();
+}
+
+int64_t FragmentLayout::aTileCols(FragType type) {
+  std::optional<MmaShape> shape =
+      getOperandShape(type.getElementType().getIntOrFloatBitWidth());
+  assert(shape && "A fragments hold types the mma table multiplies");
+  return shape->k;
+}
+
 int64_t FragmentLayout::numValues(FragType type) const {
   ArrayRef<int64_t> shape = type.getShape();
   int64_t tiles = mTiles(shape[0]);
-  if (shape.size() == 1)
+  switch (type.getLayout()) {
+  case FragLayout::Rows:
     return tiles * 2;
-  if (type.getElementType().isF32())
-    return tiles * (shape[1] / 8) * 4;
-  return tiles * (shape[1] / 16) * 4;
+  case FragLayout::Acc:
+    return tiles * (shape[1] / kShape.n) * accValuesPerTile(type);
+  case FragLayout::A:
+    return tiles * (shape[1] / aTileCols(type)) * 4;
+  }
+  llvm_unreachable("every layout kind has a size");
 }
 
 Type FragmentLayout::convertType(FragType type) const {
   MLIRContext *ctx = type.getContext();
-  Type element = type.getElementType().isF32() ? Type(Float32Type::get(ctx))
-                                               : Type(IntegerType::get(ctx, 32));
+  // 32-bit elements are one value each, in their own type; narrower ones
+  // are packed into i32.
+  Type element = IntegerType::get(ctx, 32);
+  if (type.getElementType().isF32())
+    element = Float32Type::get(ctx);
   return LLVM::LLVMArrayType::get(element, numValues(type));
 }
 
@@ -578,7 +598,8 @@ Value lowering::getSlotAddress(Emitter &e, Value buffer, MemRefType type,
                                      e.i32(slots));
     slot = e.urem(e.add(rem, slots), slots);
   }
-  int64_t slotBytes = type.getDimSize(1) * type.getDimSize(2) * 2;
+  int64_t slotBytes =
+      type.getDimSize(1) * type.getDimSize(2) * type.getElementTypeBitWidth() / 8;
   return e.gep(buffer, e.mul(slot, slotBytes));
 }
 

@@ -264,6 +264,12 @@ private:
   std::optional<PageTable> pages;
 };
 
+/// A row of `type` (a shared buffer) in 16-bit columns, the unit the
+/// swizzle addresses in: an 8-bit row of 64 elements is 32 columns.
+inline int64_t getB16Columns(mlir::MemRefType type) {
+  return type.getDimSize(2) * type.getElementTypeBitWidth() / 16;
+}
+
 /// The start of slot `tile mod slots` (floor modulo, so negative tiles map
 /// to a slot too) of a ring buffer of `type` at `buffer`.
 mlir::Value getSlotAddress(Emitter &e, mlir::Value buffer,

@@ -25,7 +25,7 @@ module {
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       attn.copy_async %arg2[%batch, %arg5, %kv_head] -> %2 : memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x64xf16, 3>
-      %13 = attn.mma_qk %5, %1[%arg5] : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<128x64xf32>
+      %13 = attn.mma %5, %1[%arg5] {transpose_b} : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<128x64xf32>
       %14 = attn.mask %13, %m_block, %arg5, %seqlen_q, %seqlen_k {window_left = -1 : i64, window_right = 0 : i64} : !attn.frag<128x64xf32>
       %p, %new_row_max, %new_row_sum, %new_acc = attn.online_softmax %14, %arg6, %arg7, %arg8, %7 : !attn.frag<128x64xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32> -> !attn.frag<128x64xf16>
       attn.async_wait {pending = 0 : i64}
@@ -33,7 +33,7 @@ module {
       %c1_0 = arith.constant 1 : index
       %15 = arith.subi %arg5, %c1_0 : index
       attn.copy_async %arg1[%batch, %15, %kv_head] -> %1 : memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x64xf16, 3>
-      %16 = attn.mma_pv %p, %2[%arg5], %new_acc : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<128x64xf32>
+      %16 = attn.mma %p, %2[%arg5], %new_acc : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<128x64xf32> -> !attn.frag<128x64xf32>
       attn.yield %new_row_max, %new_row_sum, %16 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32>
     }
     %12:3 = attn.kv_loop %unmasked_begin to %unmasked_end iter_args(%11#0, %11#1, %11#2) : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32> -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32> {
@@ -41,14 +41,14 @@ module {
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       attn.copy_async %arg2[%batch, %arg5, %kv_head] -> %2 : memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x64xf16, 3>
-      %13 = attn.mma_qk %5, %1[%arg5] : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<128x64xf32>
+      %13 = attn.mma %5, %1[%arg5] {transpose_b} : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<128x64xf32>
       %p, %new_row_max, %new_row_sum, %new_acc = attn.online_softmax %13, %arg6, %arg7, %arg8, %7 : !attn.frag<128x64xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32> -> !attn.frag<128x64xf16>
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       %c1_0 = arith.constant 1 : index
       %14 = arith.subi %arg5, %c1_0 : index
       attn.copy_async %arg1[%batch, %14, %kv_head] -> %1 : memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x64xf16, 3>
-      %15 = attn.mma_pv %p, %2[%arg5], %new_acc : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<128x64xf32>
+      %15 = attn.mma %p, %2[%arg5], %new_acc : !attn.frag<128x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<128x64xf32> -> !attn.frag<128x64xf32>
       attn.yield %new_row_max, %new_row_sum, %15 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x64xf32>
     }
     attn.async_wait {pending = 0 : i64}

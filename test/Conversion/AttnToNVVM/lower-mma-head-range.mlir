@@ -1,6 +1,6 @@
 // RUN: flashtile-opt %s --convert-attn-to-nvvm | FileCheck %s
 
-// attn.mma_qk over a slice of the head dim (head_begin = 32, head_end = 64
+// attn.mma over a slice of K, the head dim (k_begin = 32, k_end = 64
 // of d = 64): the k-steps of columns 32-63 only. Q from shared memory: 2
 // k-steps x (1 ldmatrix of Q + 1 of K, 2 mmas for the 16 keys).
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
@@ -19,5 +19,5 @@ attn.kernel @head_range arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
   attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<1x16x64xbf16, 3>
   attn.async_wait {pending = 0 : i64}
   attn.barrier
-  %s = attn.mma_qk %qs, %ks[%j] {head_begin = 32, head_end = 64} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
+  %s = attn.mma %qs, %ks[%j] {k_begin = 32, k_end = 64, transpose_b} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
 }

@@ -2,7 +2,7 @@
 // RUN: flashtile-opt %s --convert-attn-to-nvvm | FileCheck %s --check-prefix=COUNT
 // RUN: flashtile-opt %s --convert-attn-to-nvvm | FileCheck %s --check-prefix=MMAS
 
-// attn.mma_qk and attn.mma_pv (MmaLowering.cpp) on a minimal allocated
+// attn.mma (MmaLowering.cpp) as S = Q K^T and acc + P V on a minimal allocated
 // kernel: bf16, d = 64, 64x16 tiles, 4 warps (one m-tile per warp), Q in
 // shared memory. P is a splat: its ldmatrix path is attn.load_frag's
 // (lower-memory.mlir).
@@ -67,8 +67,8 @@ attn.kernel @mma arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_
   attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x16x64xbf16, 3>
   attn.async_wait {pending = 0 : i64}
   attn.barrier
-  %s = attn.mma_qk %qs, %ks[%j] : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
+  %s = attn.mma %qs, %ks[%j] {transpose_b} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
   %p = attn.splat {value = 1.0 : f32} : !attn.frag<64x16xbf16>
   %acc = attn.splat {value = 0.000000e+00 : f32} : !attn.frag<64x64xf32>
-  %acc2 = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x16xbf16>, memref<1x16x64xbf16, 3>, !attn.frag<64x64xf32>
+  %acc2 = attn.mma %p, %vs[%j], %acc : !attn.frag<64x16xbf16>, memref<1x16x64xbf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
 }

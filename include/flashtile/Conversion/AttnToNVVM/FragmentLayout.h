@@ -1,28 +1,25 @@
 //===- FragmentLayout.h - Per-thread layout of !attn.frag -------*- C++ -*-===//
 //
 // The register layout of tile fragments on the sm80 path: how a block's
-// fragments are spread over its warps and indexed, for the 16-bit
-// m16n8k16 forms the lowering emits today. The coordinates within one
-// mma tile come from MmaFragments.h, which owns them for every mma shape
-// and element width. Warps are stacked along the rows: warp w owns rows
-// [w * R, (w + 1) * R) of an M-row fragment, R = M / warps, as R / 16
-// "m-tiles" of mma.m16n8k16.
-// With lane = 4 * g + t (g = lane / 4, t = lane % 4), following the PTX ISA's
-// fragment figures for mma.m16n8k16 (section "Matrix Fragments for
-// mma.m16n8k16 with floating point type"):
+// fragments are spread over its warps and indexed. The coordinates within
+// one mma tile come from MmaFragments.h, which owns them for every mma
+// shape and element width; the layout kind of the type (!attn.frag's
+// `acc`, `a` or `rows`) says which operand's coordinates apply. Warps are
+// stacked along the rows: warp w owns rows [w * R, (w + 1) * R) of an
+// M-row fragment, R = M / warps, as R / 16 "m-tiles" of 16 rows.
 //
-// * Accumulator (C/D), an f32 fragment of M x N: element r (0..3) of
-//   (m-tile i, n-tile j) is row 16 i + g + 8 (r / 2), column 8 j + 2 t +
-//   r % 2. A thread holds (R / 16) * (N / 8) * 4 floats.
-// * A operand, an f16/bf16 fragment of M x K: register r (0..3) of
-//   (m-tile i, k-tile k) packs the two elements of row 16 i + g + 8 (r % 2),
-//   columns 16 k + 2 t + 8 (r / 2) + {0, 1}. A thread holds
-//   (R / 16) * (K / 16) * 4 i32.
-// * Row state, an f32 fragment of M: element h (0..1) of m-tile i is row
-//   16 i + g + 8 h. A thread holds (R / 16) * 2 floats.
+// * Accumulator (acc), M x N: (m-tile i, n-tile j) is one 16 x 8 C tile,
+//   whose 4 elements a lane holds as 4 values (f32, i32) or 2 packed i32
+//   (f16). A thread holds (R / 16) * (N / 8) such tiles.
+// * A operand (a), M x K of 16- or 8-bit elements: (m-tile i, k-tile k) is
+//   one 16 x k A tile of the width's mma shape (k = 16 or 32), 4 i32 per
+//   lane. A thread holds (R / 16) * (K / k) * 4 i32.
+// * Row state (rows), M: element h (0..1) of m-tile i is the row of C
+//   element 2 h. A thread holds (R / 16) * 2 floats.
 //
-// The C layout of two adjacent n-tiles is the A layout of one k-tile, which
-// is why P = softmax(S) feeds the PV mma with no shared-memory round trip.
+// The C layout of two adjacent n-tiles is the A layout of one 16-bit
+// k-tile, which is why P = softmax(S) feeds the PV mma with no
+// shared-memory round trip.
 //
 // With `kv_warps` > 1 (#attn.config), `warps` here counts the row warps, and
 // each has kv_warps KV warps that hold the same rows: a score fragment is
@@ -56,10 +53,16 @@ public:
   /// row state) or of i32 (packed f16/bf16 pairs, A operands).
   mlir::Type convertType(FragType type) const;
 
-  /// Accumulator element r of (m-tile i, n-tile j), with `nTiles` n-tiles.
-  static int64_t accIndex(int64_t i, int64_t j, int64_t r, int64_t nTiles) {
-    return (i * nTiles + j) * 4 + r;
+  /// Accumulator value r of (m-tile i, n-tile j), with `nTiles` n-tiles of
+  /// `perTile` values (4 for 32-bit accumulators, 2 for packed f16).
+  static int64_t accIndex(int64_t i, int64_t j, int64_t r, int64_t nTiles,
+                          int64_t perTile = 4) {
+    return (i * nTiles + j) * perTile + r;
   }
+  /// The values one lane holds of one 16 x 8 tile of accumulator `type`.
+  static int64_t accValuesPerTile(FragType type);
+  /// The k of one A tile of `type`'s element width (16 or 32).
+  static int64_t aTileCols(FragType type);
   /// A-operand register r of (m-tile i, k-tile k), with `kTiles` k-tiles.
   static int64_t aIndex(int64_t i, int64_t k, int64_t r, int64_t kTiles) {
     return (i * kTiles + k) * 4 + r;

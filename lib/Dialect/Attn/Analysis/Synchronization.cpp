@@ -45,12 +45,12 @@ SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
     accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
   } else if (auto load = dyn_cast<LoadFragOp>(op)) {
     accesses.push_back({load.getSrc(), Value(), false});
-  } else if (auto qk = dyn_cast<MmaQKOp>(op)) {
-    if (isa<MemRefType>(qk.getQ().getType()))
-      accesses.push_back({qk.getQ(), Value(), false});
-    accesses.push_back({qk.getK(), qk.getTile(), false, /*namesTile=*/true});
-  } else if (auto pv = dyn_cast<MmaPVOp>(op)) {
-    accesses.push_back({pv.getV(), pv.getTile(), false, /*namesTile=*/true});
+  } else if (auto mma = dyn_cast<MmaOp>(op)) {
+    // A one-slot A buffer without a slot index is read at slot 0.
+    if (isa<MemRefType>(mma.getA().getType()))
+      accesses.push_back({mma.getA(), mma.getATile(), false,
+                          /*namesTile=*/bool(mma.getATile())});
+    accesses.push_back({mma.getB(), mma.getBTile(), false, /*namesTile=*/true});
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     accesses.push_back({store.getStage(), Value(), /*write=*/true,
                         /*namesTile=*/false, /*whole=*/true});

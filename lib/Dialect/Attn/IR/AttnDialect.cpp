@@ -132,25 +132,83 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // FragType
 //===----------------------------------------------------------------------===//
 
+FragLayout attn::getDefaultFragLayout(int64_t rank, Type elementType) {
+  if (rank == 1)
+    return FragLayout::Rows;
+  if (elementType.isF32() || elementType.isInteger(32))
+    return FragLayout::Acc;
+  return FragLayout::A;
+}
+
+StringRef attn::stringifyFragLayout(FragLayout layout) {
+  switch (layout) {
+  case FragLayout::Acc:
+    return "acc";
+  case FragLayout::A:
+    return "a";
+  case FragLayout::Rows:
+    return "rows";
+  }
+  llvm_unreachable("every layout kind has a name");
+}
+
 Type FragType::parse(AsmParser &parser) {
   SmallVector<int64_t> shape;
   Type elementType;
   if (parser.parseLess() ||
       parser.parseDimensionList(shape, /*allowDynamic=*/false,
                                 /*withTrailingX=*/true) ||
-      parser.parseType(elementType) || parser.parseGreater())
+      parser.parseType(elementType))
     return {};
   if (shape.empty() || shape.size() > 2) {
     parser.emitError(parser.getNameLoc())
         << "!attn.frag must have rank 1 or 2, got rank " << shape.size();
     return {};
   }
-  return FragType::get(parser.getContext(), shape, elementType);
+  FragLayout layout = getDefaultFragLayout(shape.size(), elementType);
+  if (succeeded(parser.parseOptionalComma())) {
+    SMLoc at = parser.getCurrentLocation();
+    StringRef kind;
+    if (parser.parseKeyword(&kind))
+      return {};
+    std::optional<FragLayout> parsed;
+    for (FragLayout l : {FragLayout::Acc, FragLayout::A, FragLayout::Rows})
+      if (kind == stringifyFragLayout(l))
+        parsed = l;
+    if (!parsed) {
+      parser.emitError(at) << "unknown fragment layout '" << kind
+                           << "'; expected acc, a or rows";
+      return {};
+    }
+    layout = *parsed;
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<FragType>(parser.getContext(), shape, elementType,
+                                     layout);
 }
 
 void FragType::print(AsmPrinter &printer) const {
   printer << '<';
   for (int64_t dim : getShape())
     printer << dim << 'x';
-  printer << getElementType() << '>';
+  printer << getElementType();
+  if (getLayout() != getDefaultFragLayout(getRank(), getElementType()))
+    printer << ", " << stringifyFragLayout(getLayout());
+  printer << '>';
+}
+
+LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elementType,
+                               FragLayout layout) {
+  if ((layout == FragLayout::Rows) != (shape.size() == 1))
+    return emitError() << "a fragment of rank " << shape.size()
+                       << " cannot have the '" << stringifyFragLayout(layout)
+                       << "' layout: rank 1 is 'rows', rank 2 'acc' or 'a'";
+  if (layout == FragLayout::A &&
+      (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() > 16))
+    return emitError() << "an A-operand fragment holds 16- or 8-bit "
+                          "elements, got "
+                       << elementType;
+  return success();
 }

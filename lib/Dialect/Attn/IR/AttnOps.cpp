@@ -7,6 +7,7 @@
 
 #include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -632,39 +633,123 @@ LogicalResult LoadFragOp::verify() {
                     src.getElementType());
 }
 
-LogicalResult MmaQKOp::verify() {
-  MemRefType k = getK().getType();
-  int64_t tileM, headDim;
-  Type qElt;
-  if (auto frag = dyn_cast<FragType>(getQ().getType())) {
-    if (frag.getRank() != 2)
-      return emitOpError() << "Q fragment must have rank 2";
-    tileM = frag.getDimSize(0);
-    headDim = frag.getDimSize(1);
-    qElt = frag.getElementType();
-  } else {
-    auto q = cast<MemRefType>(getQ().getType());
-    if (q.getDimSize(0) != 1)
-      return emitOpError() << "Q buffer must have one slot";
-    tileM = q.getDimSize(1);
-    headDim = q.getDimSize(2);
-    qElt = q.getElementType();
+void MmaOp::build(OpBuilder &builder, OperationState &state, Type d, Value a,
+                  Value b, Value bTile, Value acc, bool transposeB,
+                  int64_t kBegin, int64_t kEnd) {
+  build(builder, state, d, a, /*a_tile=*/Value(), b, bTile, acc,
+        /*transpose_a=*/false, transposeB, kBegin, kEnd);
+}
+
+Type MmaOp::getAElementType() {
+  if (auto frag = dyn_cast<FragType>(getA().getType()))
+    return frag.getElementType();
+  return cast<MemRefType>(getA().getType()).getElementType();
+}
+
+/// The (rows, columns) of A's tile as the block holds it, before any
+/// transpose: the fragment's shape, or one slot of the buffer.
+static std::pair<int64_t, int64_t> getStoredShape(Type type) {
+  if (auto frag = dyn_cast<FragType>(type))
+    return {frag.getDimSize(0), frag.getDimSize(1)};
+  auto buffer = cast<MemRefType>(type);
+  return {buffer.getDimSize(1), buffer.getDimSize(2)};
+}
+
+int64_t MmaOp::getM() {
+  auto [rows, cols] = getStoredShape(getA().getType());
+  return getTransposeA() ? cols : rows;
+}
+
+int64_t MmaOp::getK() {
+  auto [rows, cols] = getStoredShape(getA().getType());
+  return getTransposeA() ? rows : cols;
+}
+
+int64_t MmaOp::getN() {
+  MemRefType b = getB().getType();
+  return getTransposeB() ? b.getDimSize(1) / getKvWarps(*this)
+                         : b.getDimSize(2);
+}
+
+LogicalResult MmaOp::verify() {
+  MemRefType b = getB().getType();
+  Type aElt = getAElementType(), bElt = b.getElementType();
+  auto d = cast<FragType>(getD().getType());
+  if (auto frag = dyn_cast<FragType>(getA().getType())) {
+    if (frag.getLayout() != FragLayout::A)
+      return emitOpError() << "A in registers must be an 'a'-layout "
+                              "fragment (attn.convert makes one from an "
+                              "accumulator), got "
+                           << frag;
+    if (getATile() || getTransposeA())
+      return emitOpError() << "A in registers takes no slot and no "
+                              "transpose_a";
+  } else if (!getATile() &&
+             cast<MemRefType>(getA().getType()).getDimSize(0) != 1) {
+    return emitOpError() << "A's buffer has "
+                         << cast<MemRefType>(getA().getType()).getDimSize(0)
+                         << " slots, so A needs a slot index: %a[%tile]";
   }
-  if (qElt != k.getElementType())
-    return emitOpError() << "mismatched dtypes: Q is " << qElt << ", K is "
-                         << k.getElementType();
-  if (headDim != k.getDimSize(2))
-    return emitOpError() << "Q has head_dim " << headDim << ", K has "
-                         << k.getDimSize(2);
-  auto [begin, end] = getHeadRange();
-  if (begin >= end || end > headDim || begin % 16 != 0 ||
-      end % 16 != 0)
-    return emitOpError() << "head range [" << begin << ", " << end
-                         << ") must be a non-empty slice of the head dim "
-                         << headDim << " in whole 16-column mma steps";
-  return expectFrag(*this, "result", getS().getType(),
-                    {tileM, k.getDimSize(1) / getKvWarps(*this)},
-                    Float32Type::get(getContext()));
+  if (aElt != bElt)
+    return emitOpError() << "mismatched operand types: A is " << aElt
+                         << ", B is " << bElt;
+  int64_t bits = aElt.getIntOrFloatBitWidth();
+  if (bits == 8 && (getTransposeA() || !getTransposeB()))
+    return emitOpError() << "8-bit operands are read with K contiguous: A "
+                            "as [M][K] (no transpose_a) and B as [N][K] "
+                            "(transpose_b); store V transposed for an 8-bit "
+                            "P V";
+  // The instruction decides the shape every dimension must be whole in.
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  std::optional<MmaInstruction> instr;
+  if (kernel)
+    instr = selectMma(kernel.getArch().getInfo(), aElt, bElt,
+                      d.getElementType());
+  else
+    for (const MmaInstruction &i : getMmaInstructions())
+      if (!instr && i.aBits == bits)
+        instr = i;
+  if (!instr)
+    return emitOpError() << "no mma.sync multiplies " << aElt << " by "
+                         << bElt << " into " << d.getElementType()
+                         << (kernel ? " on " + kernel.getArch().getInfo().name
+                                    : std::string())
+                         << "; the table has f16/bf16 into f32, f16 into "
+                            "f16, i8 into i32 and f8E4M3FN/f8E5M2 into f32";
+  int64_t kvWarps = getKvWarps(*this);
+  int64_t m = getM(), k = getK(), n = getN();
+  int64_t bK = getTransposeB() ? b.getDimSize(2) : b.getDimSize(1) / kvWarps;
+  if (k != bK)
+    return emitOpError() << "A has K = " << k << " but B's tile has " << bK
+                         << (getTransposeB() ? " columns"
+                                             : " rows" + std::string(
+                                                   kvWarps > 1
+                                                       ? " per KV warp"
+                                                       : ""));
+  if (m % instr->shape.m != 0 || n % (2 * instr->shape.n) != 0 ||
+      k % instr->shape.k != 0)
+    return emitOpError() << "M x N x K = " << m << " x " << n << " x " << k
+                         << " must be whole multiples of " << instr->shape.m
+                         << " x " << 2 * instr->shape.n << " x "
+                         << instr->shape.k
+                         << " (the mma shape; ldmatrix loads B two n-tiles "
+                            "at a time)";
+  auto [begin, end] = getKRange();
+  if (begin >= end || end > k || begin % instr->shape.k != 0 ||
+      end % instr->shape.k != 0)
+    return emitOpError() << "k range [" << begin << ", " << end
+                         << ") must be a non-empty slice of K = " << k
+                         << " in whole " << instr->shape.k
+                         << "-column mma steps";
+  auto expected = FragType::get(getContext(), {m, n}, d.getElementType(),
+                                FragLayout::Acc);
+  if (d != expected)
+    return emitOpError() << "result must be " << Type(expected) << ", got "
+                         << Type(d);
+  if (getAcc() && getAcc().getType() != d)
+    return emitOpError() << "acc must have the result's type " << Type(d)
+                         << ", got " << getAcc().getType();
+  return success();
 }
 
 LogicalResult OnlineSoftmaxOp::verify() {
@@ -688,25 +773,6 @@ LogicalResult OnlineSoftmaxOp::verify() {
                             "got "
                          << p;
   return success();
-}
-
-LogicalResult MmaPVOp::verify() {
-  auto p = cast<FragType>(getP().getType());
-  MemRefType v = getV().getType();
-  if (p.getRank() != 2)
-    return emitOpError() << "P must have rank 2";
-  if (p.getElementType() != v.getElementType())
-    return emitOpError() << "mismatched dtypes: P is " << p.getElementType()
-                         << ", V is " << v.getElementType();
-  int64_t kvWarps = getKvWarps(*this);
-  if (p.getDimSize(1) * kvWarps != v.getDimSize(1))
-    return emitOpError() << "P has " << p.getDimSize(1) << " columns"
-                         << (kvWarps > 1 ? " per KV warp" : "")
-                         << " but the V tile has " << v.getDimSize(1)
-                         << " rows";
-  return expectFrag(*this, "acc", getAcc().getType(),
-                    {p.getDimSize(0), v.getDimSize(2)},
-                    Float32Type::get(getContext()));
 }
 
 void KVLoopOp::build(OpBuilder &builder, OperationState &state, Value lower,

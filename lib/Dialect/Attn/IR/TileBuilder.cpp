@@ -124,29 +124,53 @@ Value TileBuilder::splat(ArrayRef<int64_t> shape, Type elementType, float value,
                          b.getF32FloatAttr(value));
 }
 
-Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
-                       int64_t headEnd, const char *file, unsigned line) {
+Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
+                       const MmaOptions &options, const char *file,
+                       unsigned line) {
   Location here = at(file, line);
-  int64_t rows = isa<FragType>(q.getType())
-                     ? cast<FragType>(q.getType()).getDimSize(0)
-                     : cast<MemRefType>(q.getType()).getDimSize(1);
+  auto shape = [](Type type) -> std::pair<int64_t, int64_t> {
+    if (auto frag = dyn_cast<FragType>(type))
+      return {frag.getDimSize(0), frag.getDimSize(1)};
+    auto buffer = cast<MemRefType>(type);
+    return {buffer.getDimSize(1), buffer.getDimSize(2)};
+  };
+  auto [aRows, aCols] = shape(a.getType());
+  int64_t m = options.transposeA ? aCols : aRows;
+  auto bType = cast<MemRefType>(bBuffer.getType());
   ConfigAttr config = kernel.getConfigAttr();
   int64_t kvWarps = config ? config.getKvWarps() : 1;
-  int64_t keys = cast<MemRefType>(k.getType()).getDimSize(1) / kvWarps;
-  auto type = FragType::get(b.getContext(), {rows, keys}, b.getF32Type());
-  return MmaQKOp::create(b, here, type, q, k, tile, headBegin, headEnd);
+  int64_t n = options.transposeB ? bType.getDimSize(1) / kvWarps
+                                 : bType.getDimSize(2);
+  Type accType = options.accType;
+  if (acc)
+    accType = cast<FragType>(acc.getType()).getElementType();
+  if (!accType)
+    accType = bType.getElementType().isInteger(8) ? Type(b.getI32Type())
+                                                   : Type(b.getF32Type());
+  auto type = FragType::get(b.getContext(), {m, n}, accType, FragLayout::Acc);
+  return MmaOp::create(b, here, type, a, options.aTile, bBuffer, bTile, acc,
+                       options.transposeA, options.transposeB, options.kBegin,
+                       options.kEnd);
+}
+
+Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,
+                       int64_t headEnd, const char *file, unsigned line) {
+  MmaOptions options;
+  options.transposeB = true;
+  options.kBegin = headBegin;
+  options.kEnd = headEnd;
+  return mma(q, k, tile, /*acc=*/Value(), options, file, line);
 }
 
 Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc,
                                  const char *file, unsigned line) {
-  Location here = at(file, line);
   // An f32 P (a map's result) becomes the mma's A operand here: the
   // program need not state the layout change.
   Type vElement = cast<MemRefType>(v.getType()).getElementType();
   if (auto frag = dyn_cast<FragType>(p.getType());
       frag && frag.getElementType().isF32())
     p = convert(p, vElement, file, line);
-  return MmaPVOp::create(b, here, acc.getType(), p, v, tile, acc);
+  return mma(p, v, tile, acc, MmaOptions(), file, line);
 }
 
 MapOp TileBuilder::createMap(ValueRange operands, const char *file,

@@ -27,6 +27,13 @@ ArrayRef<MmaInstruction> attn::getMmaInstructions() {
   return kMmaInstructions;
 }
 
+std::optional<MmaShape> attn::getOperandShape(int64_t bits) {
+  for (const MmaInstruction &instr : kMmaInstructions)
+    if (instr.aBits == bits)
+      return instr.shape;
+  return std::nullopt;
+}
+
 /// The PTX name of an mma operand type, or "" when mma.sync takes none.
 static StringRef getPtxTypeName(Type type) {
   if (type.isF16())

@@ -35,7 +35,7 @@ module {
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %14 = attn.mma_qk %5, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %14 = attn.mma %5, %1[%arg6] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %15 = attn.modify_scores %14, %m_block, %arg6, %batch, %head, %seqlen_q, %seqlen_k, %6 : !attn.frag<128x128xf32> mask_mod {
       ^bb0(%arg10: index, %arg11: index, %arg12: index, %arg13: index):
         %19 = attn.kernel_arg 0 : memref<?x?xi32, strided<[?, ?]>>
@@ -53,7 +53,7 @@ module {
       %c1_4 = arith.constant 1 : index
       %17 = arith.subi %arg6, %c1_4 : index
       attn.copy_async %arg1[%batch, %17, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %18 = attn.mma_pv %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %18 = attn.mma %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %new_row_max, %new_row_sum, %18 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
     }
     %12:3 = attn.kv_loop %unmasked_begin_1 to %unmasked_end_2 iter_args(%11#0, %11#1, %11#2) : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> {
@@ -61,14 +61,14 @@ module {
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %14 = attn.mma_qk %5, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %14 = attn.mma %5, %1[%arg6] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %p, %new_row_max, %new_row_sum, %new_acc = attn.online_softmax %14, %arg7, %arg8, %arg9, %7 : !attn.frag<128x128xf32>, !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> -> !attn.frag<128x128xbf16>
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       %c1_4 = arith.constant 1 : index
       %15 = arith.subi %arg6, %c1_4 : index
       attn.copy_async %arg1[%batch, %15, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %16 = attn.mma_pv %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %16 = attn.mma %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %new_row_max, %new_row_sum, %16 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
     }
     %13:3 = attn.kv_loop %begin_0 to %unmasked_begin_1 iter_args(%12#0, %12#1, %12#2) : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> -> !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32> attributes {masked} {
@@ -76,7 +76,7 @@ module {
       attn.async_wait {pending = 0 : i64}
       attn.barrier
       attn.copy_async %arg2[%batch, %arg6, %kv_head] -> %2 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %14 = attn.mma_qk %5, %1[%arg6] : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+      %14 = attn.mma %5, %1[%arg6] {transpose_b} : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3> -> !attn.frag<128x128xf32>
       %15 = attn.modify_scores %14, %m_block, %arg6, %batch, %head, %seqlen_q, %seqlen_k, %6 : !attn.frag<128x128xf32> mask_mod {
       ^bb0(%arg10: index, %arg11: index, %arg12: index, %arg13: index):
         %19 = attn.kernel_arg 0 : memref<?x?xi32, strided<[?, ?]>>
@@ -94,7 +94,7 @@ module {
       %c1_4 = arith.constant 1 : index
       %17 = arith.subi %arg6, %c1_4 : index
       attn.copy_async %arg1[%batch, %17, %kv_head] -> %1 : memref<?x?x?x128xbf16, strided<[?, ?, ?, 1]>> -> memref<1x128x128xbf16, 3>
-      %18 = attn.mma_pv %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32>
+      %18 = attn.mma %p, %2[%arg6], %new_acc : !attn.frag<128x128xbf16>, memref<1x128x128xbf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
       attn.yield %new_row_max, %new_row_sum, %18 : !attn.frag<128xf32>, !attn.frag<128xf32>, !attn.frag<128x128xf32>
     }
     attn.async_wait {pending = 0 : i64}

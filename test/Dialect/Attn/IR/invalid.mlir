@@ -252,40 +252,40 @@ attn.kernel @load_frag_shape arch(#attn.arch<sm_120>) {
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_qk_head_dim arch(#attn.arch<sm_120>) {
+attn.kernel @mma_s_head_dim arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
   %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xf16, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{Q has head_dim 128, K has 64}}
-  %s = attn.mma_qk %qs, %ks[%c0] : memref<1x64x128xf16, 3>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+  // expected-error @below {{A has K = 128 but B's tile has 64 columns}}
+  %s = attn.mma %qs, %ks[%c0] {transpose_b} : memref<1x64x128xf16, 3>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
 }
 
 // -----
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_qk_result arch(#attn.arch<sm_120>) {
+attn.kernel @mma_s_result arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
   %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{result must be '!attn.frag<64x32xf32>', got '!attn.frag<64x32xf16>'}}
-  %s = attn.mma_qk %qs, %ks[%c0] : memref<1x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf16>
+  // expected-error @below {{result must be '!attn.frag<64x32xf16, acc>', got '!attn.frag<64x32xf16>'}}
+  %s = attn.mma %qs, %ks[%c0] {transpose_b} : memref<1x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf16>
 }
 
 // -----
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_pv_dtype arch(#attn.arch<sm_120>) {
+attn.kernel @mma_acc_dtype arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %vs = attn.smem_alloc {name = "V"} : memref<1x32x128xf16, 3>
   %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xbf16>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{mismatched dtypes: P is 'bf16', V is 'f16'}}
-  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64x32xbf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32>
+  // expected-error @below {{mismatched operand types: A is 'bf16', B is 'f16'}}
+  %r = attn.mma %p, %vs[%c0], %acc : !attn.frag<64x32xbf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32> -> !attn.frag<64x128xf32>
 }
 
 // -----
@@ -388,39 +388,39 @@ attn.kernel @load_frag_slots arch(#attn.arch<sm_120>) {
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_qk_q_slots arch(#attn.arch<sm_120>) {
+attn.kernel @mma_s_q_slots arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qs = attn.smem_alloc {name = "Q"} : memref<2x64x128xf16, 3>
   %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{Q buffer must have one slot}}
-  %s = attn.mma_qk %qs, %ks[%c0] : memref<2x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+  // expected-error @below {{A's buffer has 2 slots, so A needs a slot index: %a[%tile]}}
+  %s = attn.mma %qs, %ks[%c0] {transpose_b} : memref<2x64x128xf16, 3>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
 }
 
 // -----
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_qk_dtypes arch(#attn.arch<sm_120>) {
+attn.kernel @mma_s_dtypes arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qf = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xbf16>
   %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{mismatched dtypes: Q is 'bf16', K is 'f16'}}
-  %s = attn.mma_qk %qf, %ks[%c0] : !attn.frag<64x128xbf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+  // expected-error @below {{mismatched operand types: A is 'bf16', B is 'f16'}}
+  %s = attn.mma %qf, %ks[%c0] {transpose_b} : !attn.frag<64x128xbf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
 }
 
 // -----
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_qk_q_rank arch(#attn.arch<sm_120>) {
+attn.kernel @mma_s_q_rank arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qf = attn.splat {value = 0.0 : f32} : !attn.frag<64xf16>
   %ks = attn.smem_alloc {name = "K"} : memref<1x32x128xf16, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{Q fragment must have rank 2}}
-  %s = attn.mma_qk %qf, %ks[%c0] : !attn.frag<64xf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
+  // expected-error @below {{A in registers must be an 'a'-layout fragment (attn.convert makes one from an accumulator), got '!attn.frag<64xf16>'}}
+  %s = attn.mma %qf, %ks[%c0] {transpose_b} : !attn.frag<64xf16>, memref<1x32x128xf16, 3> -> !attn.frag<64x32xf32>
 }
 
 // -----
@@ -472,28 +472,28 @@ attn.kernel @softmax_p arch(#attn.arch<sm_120>) {
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_pv_keys arch(#attn.arch<sm_120>) {
+attn.kernel @mma_acc_keys arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %vs = attn.smem_alloc {name = "V"} : memref<1x64x128xf16, 3>
   %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf16>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{P has 32 columns but the V tile has 64 rows}}
-  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64x32xf16>, memref<1x64x128xf16, 3>, !attn.frag<64x128xf32>
+  // expected-error @below {{A has K = 32 but B's tile has 64 rows}}
+  %r = attn.mma %p, %vs[%c0], %acc : !attn.frag<64x32xf16>, memref<1x64x128xf16, 3>, !attn.frag<64x128xf32> -> !attn.frag<64x128xf32>
 }
 
 // -----
 
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @mma_pv_rank arch(#attn.arch<sm_120>) {
+attn.kernel @mma_acc_rank arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %vs = attn.smem_alloc {name = "V"} : memref<1x32x128xf16, 3>
   %p = attn.splat {value = 0.0 : f32} : !attn.frag<64xf16>
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x128xf32>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{P must have rank 2}}
-  %r = attn.mma_pv %p, %vs[%c0], %acc : !attn.frag<64xf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32>
+  // expected-error @below {{A in registers must be an 'a'-layout fragment (attn.convert makes one from an accumulator), got '!attn.frag<64xf16>'}}
+  %r = attn.mma %p, %vs[%c0], %acc : !attn.frag<64xf16>, memref<1x32x128xf16, 3>, !attn.frag<64x128xf32> -> !attn.frag<64x128xf32>
 }
 
 // -----
@@ -823,4 +823,118 @@ attn.kernel @paged_q arch(#attn.arch<sm_120>) attributes {arg_names = ["block_ta
 // expected-error @below {{problem's page_table = 0 must name an extra i32 tensor of rank 2 (the kernel has 1 extra argument(s))}}
 attn.kernel @page_table_wrong_arg arch(#attn.arch<sm_120>) attributes {arg_names = ["lengths"], problem = #attn.problem<causal = false, window_left = -1, window_right = -1, softmax_scale = 1.0 : f32, page_table = 0>} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %lengths: !s):
+}
+
+// -----
+
+// 8-bit operands are read with K contiguous: no .trans for bytes.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_8bit_layout arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xi8, 3>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xi8, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{8-bit operands are read with K contiguous: A as [M][K] (no transpose_a) and B as [N][K] (transpose_b); store V transposed for an 8-bit P V}}
+  %d = attn.mma %as, %bs[%c0] : memref<1x64x64xi8, 3>, memref<1x64x64xi8, 3> -> !attn.frag<64x64xi32>
+}
+
+// -----
+
+// The mma table decides the accumulator: i8 goes into i32, not f32.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_no_instruction arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xi8, 3>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xi8, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{no mma.sync multiplies 'i8' by 'i8' into 'f32' on sm_120; the table has f16/bf16 into f32, f16 into f16, i8 into i32 and f8E4M3FN/f8E5M2 into f32}}
+  %d = attn.mma %as, %bs[%c0] {transpose_b} : memref<1x64x64xi8, 3>, memref<1x64x64xi8, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// e4m3 needs sm_89 or later: sm_80 has no instruction for it.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_e4m3_sm80 arch(#attn.arch<sm_80>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xf8E4M3FN, 3>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xf8E4M3FN, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{no mma.sync multiplies 'f8E4M3FN' by 'f8E4M3FN' into 'f32' on sm_80}}
+  %d = attn.mma %as, %bs[%c0] {transpose_b} : memref<1x64x64xf8E4M3FN, 3>, memref<1x64x64xf8E4M3FN, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// ldmatrix loads B two n-tiles at a time: N must be a multiple of 16.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_shape arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xf16, 3>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x8x64xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{M x N x K = 64 x 8 x 64 must be whole multiples of 16 x 16 x 16 (the mma shape; ldmatrix loads B two n-tiles at a time)}}
+  %d = attn.mma %as, %bs[%c0] {transpose_b} : memref<1x64x64xf16, 3>, memref<1x8x64xf16, 3> -> !attn.frag<64x8xf32>
+}
+
+// -----
+
+// A in registers has no slot and no transpose.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_a_regs_transposed arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf16>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{A in registers takes no slot and no transpose_a}}
+  %d = attn.mma %a, %bs[%c0] {transpose_a, transpose_b} : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// An accumulator in registers is not an A operand until attn.convert.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @mma_a_is_acc arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf16, acc>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xf16, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{A in registers must be an 'a'-layout fragment (attn.convert makes one from an accumulator), got '!attn.frag<64x64xf16, acc>'}}
+  %d = attn.mma %a, %bs[%c0] {transpose_b} : !attn.frag<64x64xf16, acc>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @frag_layout_unknown arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{unknown fragment layout 'b'; expected acc, a or rows}}
+  %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16, b>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @frag_layout_rows arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{a fragment of rank 2 cannot have the 'rows' layout: rank 1 is 'rows', rank 2 'acc' or 'a'}}
+  %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32, rows>
+}
+
+// -----
+
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @frag_layout_a_f32 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{an A-operand fragment holds 16- or 8-bit elements, got 'f32'}}
+  %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32, a>
 }

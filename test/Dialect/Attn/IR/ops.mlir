@@ -34,9 +34,9 @@ attn.kernel @with_config arch(#attn.arch<sm_80>) config(#attn.config<tile_m = 64
 // CHECK:         %[[QS:.*]] = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x128xf16, 3>
 // CHECK:         %[[QF:.*]] = attn.load_frag %[[QS]] : memref<1x64x128xf16, 3> -> !attn.frag<64x128xf16>
 // CHECK:         attn.kv_loop %{{.*}} to %{{.*}} iter_args(%{{.*}}, %{{.*}}, %{{.*}}) : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> attributes {masked}
-// CHECK:           attn.mma_qk %[[QF]], %{{.*}}[%{{.*}}] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
+// CHECK:           attn.mma %[[QF]], %{{.*}}[%{{.*}}] {transpose_b} : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
 // CHECK:           attn.online_softmax %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C:.*]] :
-// CHECK:           attn.mma_pv
+// CHECK:           attn.mma
 // CHECK:         attn.epilogue
 attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = true>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
@@ -61,11 +61,11 @@ attn.kernel @tile_level arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
       -> !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> attributes {masked} {
   ^bb0(%j: index, %mi: !attn.frag<64xf32>, %li: !attn.frag<64xf32>, %ai: !attn.frag<64x128xf32>):
     attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<2x32x128xf16, 3>
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x128xf16>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf32>
     %sm = attn.mask %s, %m, %j, %sq, %sk {window_left = -1, window_right = 0} : !attn.frag<64x32xf32>
     %p, %m1, %l1, %a1 = attn.online_softmax %sm, %mi, %li, %ai, %c
         : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32> -> !attn.frag<64x32xf16>
-    %a2 = attn.mma_pv %p, %vs[%j], %a1 : !attn.frag<64x32xf16>, memref<2x32x128xf16, 3>, !attn.frag<64x128xf32>
+    %a2 = attn.mma %p, %vs[%j], %a1 : !attn.frag<64x32xf16>, memref<2x32x128xf16, 3>, !attn.frag<64x128xf32> -> !attn.frag<64x128xf32>
     attn.yield %m1, %l1, %a2 : !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x128xf32>
   }
   attn.epilogue %r#2, %r#0, %r#1, %os, %scale -> %o[%b, %m, %h], %lse
@@ -91,4 +91,29 @@ attn.kernel @paged_copy arch(#attn.arch<sm_120>) attributes {arg_names = ["block
   %ks = attn.smem_alloc {name = "K"} : memref<2x64x128xf16, 3>
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   attn.copy_async %k[%b, %m, %hkv] pages %table : !bt limit %sk -> %ks : !t -> memref<2x64x128xf16, 3>
+}
+
+// attn.mma's operand forms and the fragment layout kinds: the kind is
+// printed only where it is not the element type's default.
+// CHECK-LABEL: attn.kernel @mma_forms
+// CHECK:         attn.mma %[[KS:.*]][%[[J:.*]]], %[[VS:.*]][%[[J]]] {transpose_a} : memref<2x32x128xf16, 3>, memref<2x32x128xf16, 3> -> !attn.frag<128x128xf32>
+// CHECK:         attn.mma %{{.*}}, %[[KS]][%[[J]]] {k_end = 64 : i64, transpose_b} : memref<1x64x128xf16, 3>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf16, acc>
+// CHECK:         attn.mma %{{.*}}, %{{.*}}[%[[J]]] {transpose_b} : memref<1x64x128xi8, 3>, memref<1x32x128xi8, 3> -> !attn.frag<64x32xi32>
+// CHECK:         attn.mma %{{.*}}, %{{.*}}[%[[J]]] {transpose_b} : memref<1x64x128xf8E4M3FN, 3>, memref<1x32x128xf8E4M3FN, 3> -> !attn.frag<64x32xf32>
+// CHECK:         attn.splat {value = 0.000000e+00 : f32} : !attn.frag<64x32xi8>
+attn.kernel @mma_forms arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x128xf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<2x32x128xf16, 3>
+  %vs = attn.smem_alloc {name = "V"} : memref<2x32x128xf16, 3>
+  %j = arith.constant 0 : index
+  %dv = attn.mma %ks[%j], %vs[%j] {transpose_a} : memref<2x32x128xf16, 3>, memref<2x32x128xf16, 3> -> !attn.frag<128x128xf32>
+  %s16 = attn.mma %qs, %ks[%j] {transpose_b, k_end = 64} : memref<1x64x128xf16, 3>, memref<2x32x128xf16, 3> -> !attn.frag<64x32xf16, acc>
+  %a8 = attn.smem_alloc {name = "A8"} : memref<1x64x128xi8, 3>
+  %b8 = attn.smem_alloc {name = "B8"} : memref<1x32x128xi8, 3>
+  %s8 = attn.mma %a8, %b8[%j] {transpose_b} : memref<1x64x128xi8, 3>, memref<1x32x128xi8, 3> -> !attn.frag<64x32xi32>
+  %af = attn.smem_alloc {name = "A8f"} : memref<1x64x128xf8E4M3FN, 3>
+  %bf = attn.smem_alloc {name = "B8f"} : memref<1x32x128xf8E4M3FN, 3>
+  %sf = attn.mma %af, %bf[%j] {transpose_b} : memref<1x64x128xf8E4M3FN, 3>, memref<1x32x128xf8E4M3FN, 3> -> !attn.frag<64x32xf32>
+  %p8 = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xi8, a>
 }

@@ -167,6 +167,6 @@ attn.kernel @head_range arch(#attn.arch<sm_120>) {
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
   %ks = attn.smem_alloc {name = "K"} : memref<1x16x64xbf16, 3>
   %j = arith.constant 0 : index
-  // expected-error @below {{head range [8, 64) must be a non-empty slice of the head dim 64 in whole 16-column mma steps}}
-  %s = attn.mma_qk %qs, %ks[%j] {head_begin = 8} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
+  // expected-error @below {{k range [8, 64) must be a non-empty slice of K = 64 in whole 16-column mma steps}}
+  %s = attn.mma %qs, %ks[%j] {k_begin = 8, transpose_b} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
 }

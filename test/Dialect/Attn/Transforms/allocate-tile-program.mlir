@@ -19,6 +19,6 @@ attn.kernel @too_big arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 128, 
   attn.copy_async %q[%b, %m, %h] -> %qs : !t -> memref<1x128x128xbf16, 3>
   attn.copy_async %k[%b, %m, %hkv] -> %ks : !t -> memref<2x128x128xbf16, 3>
   attn.copy_async %v[%b, %m, %hkv] -> %vs : !t -> memref<1x128x128xbf16, 3>
-  %s = attn.mma_qk %qs, %ks[%m] : memref<1x128x128xbf16, 3>, memref<2x128x128xbf16, 3> -> !attn.frag<128x128xf32>
+  %s = attn.mma %qs, %ks[%m] {transpose_b} : memref<1x128x128xbf16, 3>, memref<2x128x128xbf16, 3> -> !attn.frag<128x128xf32>
   %vf = attn.load_frag %vs : memref<1x128x128xbf16, 3> -> !attn.frag<128x128xbf16>
 }

@@ -17,9 +17,9 @@
 // CHECK-NEXT:    %[[SB:.*]], %[[SUB:.*]], %[[SUE:.*]], %[[SE:.*]] = attn.kv_split %[[B]], %[[UB]], %[[UE]], %[[E]]
 // CHECK:         attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %[[Q]] {packed}
 // CHECK:         attn.kv_loop %[[SUE]] to %[[SE]]
-// CHECK:           attn.mma_qk %{{.*}}, %[[K]][%{{.*}}] : !attn.frag<16x128xbf16>, memref<2x64x128xbf16, 3> -> !attn.frag<16x16xf32>
+// CHECK:           attn.mma %{{.*}}, %[[K]][%{{.*}}] {transpose_b} : !attn.frag<16x128xbf16>, memref<2x64x128xbf16, 3> -> !attn.frag<16x16xf32>
 // CHECK:           attn.online_softmax {{.*}} -> !attn.frag<16x16xbf16>
-// CHECK:           attn.mma_pv %{{.*}} : !attn.frag<16x16xbf16>, memref<2x64x128xbf16, 3>, !attn.frag<16x128xf32>
+// CHECK:           attn.mma %{{.*}} : !attn.frag<16x16xbf16>, memref<2x64x128xbf16, 3>, !attn.frag<16x128xf32> -> !attn.frag<16x128xf32>
 // CHECK:         attn.kv_loop %[[SUB]] to %[[SUE]]
 // CHECK:         attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:    attn.barrier

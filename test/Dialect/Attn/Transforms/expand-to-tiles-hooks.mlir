@@ -17,7 +17,7 @@
 // CHECK:         %[[C:.*]] = arith.mulf %[[ONE]], %{{.*}} : f32
 // CHECK:         attn.kv_loop {{.*}} attributes {masked}
 // CHECK:         ^bb0(%[[J:.*]]: index,
-// CHECK:           %[[S:.*]] = attn.mma_qk
+// CHECK:           %[[S:.*]] = attn.mma
 // CHECK-NEXT:      %[[MOD:.*]] = attn.modify_scores %[[S]], %[[M]], %[[J]], %[[B]], %[[H]], %[[SQ]], %[[SK]], %[[SCALE]] : !attn.frag<64x32xf32> score_mod {
 // CHECK-NEXT:      ^bb0(%{{.*}}: f32, %{{.*}}: index, %[[HH:.*]]: index, %{{.*}}: index, %{{.*}}: index):
 // CHECK-NEXT:        %[[SLOPES:.*]] = attn.kernel_arg 0 : memref<?xf32, strided<[?]>>

@@ -20,7 +20,7 @@
 // CHECK:         %[[SCALE:.*]] = attn.softmax_scale {default_value = 1.250000e-01 : f32} : f32
 // CHECK:         %[[SCALE_LOG2:.*]] = arith.mulf %[[SCALE]], %{{.*}} : f32
 // CHECK:         %[[R1:.*]]:3 = attn.kv_loop %[[UE]] to %[[END]] {{.*}} attributes {masked}
-// CHECK:           attn.mma_qk %[[QS]], %[[KS]]
+// CHECK:           attn.mma %[[QS]], %[[KS]]
 // CHECK:           attn.mask {{.*}} {window_left = -1 : i64, window_right = 0 : i64}
 // CHECK:           attn.online_softmax %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE_LOG2]] :
 // CHECK:         %[[R2:.*]]:3 = attn.kv_loop %[[UB]] to %[[UE]] iter_args(%[[R1]]#0, %[[R1]]#1, %[[R1]]#2)
@@ -71,10 +71,10 @@ attn.kernel @local arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, til
 // CHECK:         attn.kv_loop
 // CHECK-NEXT:    ^bb0(%[[J:.*]]: index,
 // CHECK:           attn.copy_async {{.*}} -> %[[VS]]
-// CHECK-NEXT:      attn.mma_qk %[[QF]], %[[KS]][%[[J]]]
+// CHECK-NEXT:      attn.mma %[[QF]], %[[KS]][%[[J]]]
 // CHECK:           attn.online_softmax
 // CHECK:           attn.copy_async {{.*}} -> %[[KS]]
-// CHECK-NEXT:      attn.mma_pv %{{.*}}, %[[VS]][%[[J]]]
+// CHECK-NEXT:      attn.mma %{{.*}}, %[[VS]][%[[J]]]
 // CHECK-NOT:     attn.async_wait
 // CHECK-NOT:     attn.barrier
 attn.kernel @two_stages arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = true>) {

@@ -28,8 +28,8 @@ attn.kernel @stale_slot arch(#attn.arch<sm_120>) {
   %qf = attn.load_frag %qs : memref<1x64x64xf16, 3> -> !attn.frag<64x64xf16>
   attn.kv_loop %m to %sk {
   ^bb0(%j: index):
-    // expected-error @below {{'attn.mma_qk' op cannot be synchronized: attn.mma_qk reads 'K' slot 0, which holds another tile then (written by the attn.copy_async noted)}}
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<1x32x64xf16, 3> -> !attn.frag<64x32xf32>
+    // expected-error @below {{'attn.mma' op cannot be synchronized: attn.mma reads 'K' slot 0, which holds another tile then (written by the attn.copy_async noted)}}
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<1x32x64xf16, 3> -> !attn.frag<64x32xf32>
   }
 }
 

@@ -26,12 +26,12 @@
 // CHECK-NEXT:      attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK-NEXT:      attn.copy_async %{{.*}} -> %[[VS]]
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK:           attn.online_softmax
 // CHECK-NEXT:      attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK:           attn.copy_async %{{.*}} -> %[[KS]]
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 // CHECK:         attn.kv_loop
 // CHECK:           attn.yield
 // CHECK-NEXT:    }
@@ -66,12 +66,12 @@ attn.kernel @one_stage_q_in_regs arch(#attn.arch<sm_120>) config(#attn.config<ti
 // CHECK-NEXT:      attn.async_wait {pending = 2 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK:           attn.copy_async %{{.*}} -> %[[VS]]
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK:           attn.online_softmax
 // CHECK-NEXT:      attn.async_wait {pending = 2 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK:           attn.copy_async %{{.*}} -> %[[KS]]
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 attn.kernel @two_stages_q_in_regs arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 2, warps = 4, q_in_regs = true>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse

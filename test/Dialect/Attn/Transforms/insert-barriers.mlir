@@ -70,12 +70,12 @@ attn.kernel @reuse_inside_loop arch(#attn.arch<sm_120>) {
 // CHECK:           attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK-NEXT:      attn.copy_async %{{.*}} -> %[[VS:.*]] :
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK-NEXT:      attn.async_wait {pending = 0 : i64}
 // CHECK-NEXT:      attn.barrier
 // CHECK-NEXT:      arith.subi
 // CHECK-NEXT:      attn.copy_async
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 attn.kernel @wait_removed arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %qs = attn.smem_alloc {name = "Q", offset = 0 : i64} : memref<1x64x64xf16, 3>
@@ -97,11 +97,11 @@ attn.kernel @wait_removed arch(#attn.arch<sm_120>) {
     attn.async_wait {pending = 0}
     attn.barrier
     attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x32x64xf16, 3>
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<1x32x64xf16, 3> -> !attn.frag<64x32xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<1x32x64xf16, 3> -> !attn.frag<64x32xf32>
     attn.barrier
     %prev = arith.subi %j, %c1 : index
     attn.copy_async %k[%b, %prev, %hkv] -> %ks : !t -> memref<1x32x64xf16, 3>
-    %a1 = attn.mma_pv %p, %vs[%j], %a : !attn.frag<64x32xf16>, memref<1x32x64xf16, 3>, !attn.frag<64x64xf32>
+    %a1 = attn.mma %p, %vs[%j], %a : !attn.frag<64x32xf16>, memref<1x32x64xf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
     attn.yield %a1 : !attn.frag<64x64xf32>
   }
 }

@@ -22,21 +22,21 @@
 // CHECK:         attn.kv_loop %[[MID:.*]] to %[[END]]
 // CHECK-NEXT:    ^bb0(%[[J:.*]]: index, %{{.*}}):
 // CHECK-NEXT:      attn.copy_async %{{.*}}[%{{.*}}, %[[J]], %{{.*}}] -> %[[VS:.*]] :
-// CHECK-NEXT:      attn.mma_qk %{{.*}}, %[[KS]][%[[J]]]
+// CHECK-NEXT:      attn.mma %{{.*}}, %[[KS]][%[[J]]]
 // CHECK-NEXT:      attn.convert
 // CHECK-NEXT:      %[[C:.*]] = arith.constant 1 : index
 // CHECK-NEXT:      %[[JM1:.*]] = arith.subi %[[J]], %[[C]] : index
 // CHECK-NEXT:      attn.copy_async %{{.*}}[%{{.*}}, %[[JM1]], %{{.*}}] -> %[[KS]] :
-// CHECK-NEXT:      attn.mma_pv %{{.*}}, %[[VS]][%[[J]]]
+// CHECK-NEXT:      attn.mma %{{.*}}, %[[VS]][%[[J]]]
 // CHECK:         attn.kv_loop %{{.*}} to %[[MID]]
 // CHECK-NEXT:    ^bb0(%[[J2:.*]]: index, %{{.*}}):
 // CHECK-NEXT:      attn.copy_async %{{.*}}[%{{.*}}, %[[J2]], %{{.*}}] -> %[[VS]] :
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK-NEXT:      attn.convert
 // CHECK-NEXT:      arith.constant 1
 // CHECK-NEXT:      arith.subi %[[J2]]
 // CHECK-NEXT:      attn.copy_async %{{.*}} -> %[[KS]] :
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 // REMARK: remark: copy of K issued 1 step ahead, after its last read
 // REMARK: remark: copy of V issued 0 steps ahead, at the top of the step
 attn.kernel @one_slot arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = true>) {
@@ -53,19 +53,19 @@ attn.kernel @one_slot arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, 
   %a1 = attn.kv_loop %ue to %end iter_args(%zero) : !attn.frag<64x64xf32> -> !attn.frag<64x64xf32> {
   ^bb0(%j: index, %acc: !attn.frag<64x64xf32>):
     attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<1x64x64xf16, 3>
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
     %p = attn.convert %s : !attn.frag<64x64xf32> -> !attn.frag<64x64xf16>
     attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x64x64xf16, 3>
-    %n = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32>
+    %n = attn.mma %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
     attn.yield %n : !attn.frag<64x64xf32>
   }
   %a2 = attn.kv_loop %ub to %ue iter_args(%a1) : !attn.frag<64x64xf32> -> !attn.frag<64x64xf32> {
   ^bb0(%j: index, %acc: !attn.frag<64x64xf32>):
     attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<1x64x64xf16, 3>
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
     %p = attn.convert %s : !attn.frag<64x64xf32> -> !attn.frag<64x64xf16>
     attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x64x64xf16, 3>
-    %n = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32>
+    %n = attn.mma %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
     attn.yield %n : !attn.frag<64x64xf32>
   }
   attn.store %a2, %os -> %o[%b, %m, %h], %lse : !attn.frag<64x64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
@@ -97,12 +97,12 @@ attn.kernel @one_slot arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, 
 // CHECK-NEXT:      arith.constant 1
 // CHECK-NEXT:      arith.subi %[[J]]
 // CHECK-NEXT:      attn.copy_async %[[V]]
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK-NEXT:      attn.convert
 // CHECK-NEXT:      arith.constant 2
 // CHECK-NEXT:      arith.subi %[[J]]
 // CHECK-NEXT:      attn.copy_async %[[K]]
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 // REMARK: remark: copy of K issued 2 steps ahead, after its last read
 // REMARK: remark: copy of V issued 1 step ahead, at the top of the step
 attn.kernel @two_slots arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 2, warps = 4, q_in_regs = true>) {
@@ -119,10 +119,10 @@ attn.kernel @two_slots arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64,
   %a = attn.kv_loop %begin to %end iter_args(%zero) : !attn.frag<64x64xf32> -> !attn.frag<64x64xf32> {
   ^bb0(%j: index, %acc: !attn.frag<64x64xf32>):
     attn.copy_async %k[%b, %j, %hkv] -> %ks : !t -> memref<2x64x64xf16, 3>
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<2x64x64xf16, 3> -> !attn.frag<64x64xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<2x64x64xf16, 3> -> !attn.frag<64x64xf32>
     %p = attn.convert %s : !attn.frag<64x64xf32> -> !attn.frag<64x64xf16>
     attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<2x64x64xf16, 3>
-    %n = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<2x64x64xf16, 3>, !attn.frag<64x64xf32>
+    %n = attn.mma %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<2x64x64xf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
     attn.yield %n : !attn.frag<64x64xf32>
   }
   attn.store %a, %os -> %o[%b, %m, %h], %lse : !attn.frag<64x64xf32>, memref<1x64x64xf16, 3> -> !t, !lse
@@ -141,9 +141,9 @@ attn.kernel @two_slots arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64,
 // CHECK-NEXT:    attn.splat
 // CHECK-NEXT:    attn.kv_loop
 // CHECK-NEXT:    ^bb0(%[[J:.*]]: index, %{{.*}}):
-// CHECK-NEXT:      attn.mma_qk
+// CHECK-NEXT:      attn.mma
 // CHECK-NEXT:      attn.convert
-// CHECK-NEXT:      attn.mma_pv
+// CHECK-NEXT:      attn.mma
 // CHECK-NEXT:      attn.copy_async %{{.*}}[%{{.*}}, %[[J]], %{{.*}}]
 // CHECK-NEXT:      arith.constant 1
 // CHECK-NEXT:      arith.subi %[[J]]
@@ -167,9 +167,9 @@ attn.kernel @left_alone arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64
   %zero = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
   %a = attn.kv_loop %begin to %end iter_args(%zero) : !attn.frag<64x64xf32> -> !attn.frag<64x64xf32> {
   ^bb0(%j: index, %acc: !attn.frag<64x64xf32>):
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3> -> !attn.frag<64x64xf32>
     %p = attn.convert %s : !attn.frag<64x64xf32> -> !attn.frag<64x64xf16>
-    %n = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32>
+    %n = attn.mma %p, %vs[%j], %acc : !attn.frag<64x64xf16>, memref<1x64x64xf16, 3>, !attn.frag<64x64xf32> -> !attn.frag<64x64xf32>
     attn.copy_async %v[%b, %j, %hkv] -> %vs : !t -> memref<1x64x64xf16, 3>
     %one = arith.constant 1 : index
     %next = arith.subi %j, %one : index

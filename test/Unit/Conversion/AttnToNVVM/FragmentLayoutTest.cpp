@@ -5,6 +5,7 @@
 #include "flashtile/DSL/FlashAttention.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +31,30 @@ TEST(FragmentLayoutTest, ValuesPerThread) {
   // Row state: 2 rows per thread and m-tile.
   EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128}, f32)), 2);
   EXPECT_EQ(FragmentLayout(4).mTiles(128), 2);
+}
+
+// The layout kind, not the element type, decides the register count: an
+// f16 accumulator packs each 16 x 8 tile's 4 elements in 2 registers, an
+// i32 one holds 4, and an 8-bit A operand has k-tiles of 32.
+TEST(FragmentLayoutTest, ValuesPerThreadByLayoutKind) {
+  MLIRContext ctx;
+  ctx.loadDialect<AttnDialect, LLVM::LLVMDialect>();
+  FragmentLayout layout(/*warps=*/8);
+  Type f16 = Float16Type::get(&ctx), i32 = IntegerType::get(&ctx, 32),
+       i8 = IntegerType::get(&ctx, 8), e4m3 = Float8E4M3FNType::get(&ctx);
+  auto acc16 = FragType::get(&ctx, {128, 128}, f16, FragLayout::Acc);
+  EXPECT_EQ(layout.numValues(acc16), 16 * 2);
+  EXPECT_TRUE(isa<IntegerType>(
+      cast<LLVM::LLVMArrayType>(layout.convertType(acc16)).getElementType()));
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, i32)), 16 * 4);
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, f16)), 8 * 4);
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, i8)), 4 * 4);
+  EXPECT_EQ(layout.numValues(FragType::get(&ctx, {128, 128}, e4m3)), 4 * 4);
+  // Defaults: rows for rank 1, acc for 32-bit types, a for narrower ones.
+  EXPECT_EQ(FragType::get(&ctx, {128}, Float32Type::get(&ctx)).getLayout(),
+            FragLayout::Rows);
+  EXPECT_TRUE(FragType::get(&ctx, {128, 64}, i32).isAccumulator());
+  EXPECT_EQ(FragType::get(&ctx, {128, 64}, i8).getLayout(), FragLayout::A);
 }
 
 TEST(FragmentLayoutTest, IndicesAreABijection) {

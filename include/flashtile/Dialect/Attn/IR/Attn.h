@@ -19,6 +19,28 @@
 
 #include "flashtile/Dialect/Attn/IR/AttnOpsDialect.h.inc"
 
+namespace flashtile::attn {
+
+/// Which mma operand's register layout an `!attn.frag` follows.
+enum class FragLayout : uint8_t {
+  /// C / D: scores and accumulators.
+  Acc,
+  /// A: the left operand of an mma.
+  A,
+  /// One value per row (rank 1).
+  Rows,
+};
+
+/// The layout kind an `!attn.frag` of `rank` and `elementType` has when its
+/// type does not spell one: rows for rank 1, acc for f32 and i32, a
+/// otherwise.
+FragLayout getDefaultFragLayout(int64_t rank, mlir::Type elementType);
+
+/// The spelling of `layout` in `!attn.frag<..., kind>`.
+llvm::StringRef stringifyFragLayout(FragLayout layout);
+
+} // namespace flashtile::attn
+
 #define GET_ATTRDEF_CLASSES
 #include "flashtile/Dialect/Attn/IR/AttnAttrs.h.inc"
 

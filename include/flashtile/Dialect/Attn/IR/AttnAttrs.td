@@ -131,24 +131,47 @@ def Attn_FragType : TypeDef<Attn_Dialect, "Frag"> {
   let mnemonic = "frag";
   let summary = "A block-level tile held in registers (mma fragment layout)";
   let description = [{
-    A tile of the whole block, spread over its warps' registers in the
-    layout of the mma.sync.m16n8k16 fragments: warps are stacked along the
-    rows, so every row belongs to exactly one warp and row reductions stay
-    inside a warp. The conversion to NVVM owns the exact fragment layout.
-    A rank-1 fragment holds one value per row (the softmax max and sum).
+    A tile of the whole block, spread over its warps' registers in one of
+    the mma.sync fragment layouts: warps are stacked along the rows, so every
+    row belongs to exactly one warp and row reductions stay inside a warp.
+    The layout kind says which operand's layout the registers follow:
+
+    * `acc`: the C/D layout of an mma (scores, accumulators);
+    * `a`: the A layout, as the left operand of an `attn.mma`;
+    * `rows`: one value per row (rank 1: the softmax max and sum).
+
+    It is written only where it differs from the default for the element
+    type: `rows` for rank 1, `acc` for f32 and i32, `a` for 16- and 8-bit
+    types. So an f16 accumulator is `!attn.frag<128x64xf16, acc>`.
+    MmaFragments.h owns the coordinates of each layout.
 
     ```mlir
-    !attn.frag<128x64xf32>   // S or an accumulator
-    !attn.frag<128x128xf16>  // Q held in registers
-    !attn.frag<128xf32>      // per-row softmax state
+    !attn.frag<128x64xf32>        // S or an accumulator
+    !attn.frag<128x128xf16>       // Q held in registers
+    !attn.frag<128x64xf16, acc>   // an f16 accumulator
+    !attn.frag<128xf32>           // per-row softmax state
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
-                        "::mlir::Type":$elementType);
+                        "::mlir::Type":$elementType,
+                        "::flashtile::attn::FragLayout":$layout);
+  let builders = [
+    TypeBuilder<(ins "::llvm::ArrayRef<int64_t>":$shape,
+                     "::mlir::Type":$elementType), [{
+      return $_get($_ctxt, shape, elementType,
+                   ::flashtile::attn::getDefaultFragLayout(shape.size(),
+                                                           elementType));
+    }]>
+  ];
   let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     int64_t getRank() const { return getShape().size(); }
     int64_t getDimSize(unsigned i) const { return getShape()[i]; }
+    /// True for the C/D layout of an mma.
+    bool isAccumulator() const {
+      return getLayout() == ::flashtile::attn::FragLayout::Acc;
+    }
   }];
 }
 

@@ -16,11 +16,12 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 def Attn_GlobalTensor : MemRefRankOf<[F16, BF16], [4]>;
 def Attn_LseTensor : MemRefRankOf<[F32], [3]>;
 def Attn_PageTable : MemRefRankOf<[I32], [2]>;
-// f16/bf16 tiles; f32 only for the epilogue's merge buffer.
-def Attn_SharedBuffer : MemRefRankOf<[F16, BF16, F32], [3]>;
+// f16/bf16 tiles, and the 8-bit operand types of attn.mma; f32 only for
+// the epilogue's merge buffer.
+def Attn_SharedBuffer : MemRefRankOf<[F16, BF16, F32, I8, F8E4M3FN, F8E5M2],
+                                     [3]>;
 def Attn_Frag : Type<CPred<"::llvm::isa<::flashtile::attn::FragType>($_self)">,
                      "register fragment", "::flashtile::attn::FragType">;
-def Attn_QOperand : AnyTypeOf<[Attn_Frag, Attn_SharedBuffer]>;
 
 //===----------------------------------------------------------------------===//
 // Kernel level
@@ -532,36 +533,71 @@ def Attn_LoadFragOp : Attn_Op<"load_frag"> {
   let hasVerifier = 1;
 }
 
-def Attn_MmaQKOp : Attn_Op<"mma_qk"> {
-  let summary = "S = Q K^T for one KV tile, fp32 accumulate";
+def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
+  let summary = "D = A B (+ C) for one tile: the block's warp-level matmul";
   let description = [{
-    `q` is either Q in registers (`!attn.frag<MxDxT>`) or Q's shared buffer.
-    `k` is read at slot `tile mod slots`. The result is `tile_m x tile_n`
-    scores in fp32, not yet scaled. With `head_begin` / `head_end` (multiples
-    of 16; `head_end` 0 is the end of the head dim), the dot runs over that slice of the
-    head dim only: `S = Q[:, b:e] K[j][:, b:e]^T`, how one tile of Q and K
-    holds two attention maps (differential attention's halves).
+    Multiplies an M x K tile A by a K x N tile B on the tensor cores, into
+    the M x N accumulator fragment D, adding `acc` when given (else D
+    starts at 0). The mma.sync instruction comes from the mma table
+    (Attn/Utils/MmaFragments.h), by the chip and the types of A, B and D:
+    f16 / bf16 into f32 (or f16 into f16), s8 into i32, e4m3 / e5m2 into
+    f32.
+
+    * A is an `a`-layout fragment in registers, or a shared buffer read at
+      slot `a_tile mod slots` (no `a_tile`: a one-slot buffer). The buffer
+      holds A as [M][K], or as [K][M] with `transpose_a`.
+    * B is a shared buffer read at slot `b_tile mod slots`. It holds B as
+      [K][N], or as [N][K] with `transpose_b` (K's rows in S = Q K^T).
+    * The block's row warps split M. With `kv_warps` > 1 in the config, the
+      KV warps split the buffer rows of B (N with `transpose_b`, else K),
+      so D (or A's K) has the warp's share.
+    * With `k_begin` / `k_end` (multiples of the instruction's k; `k_end` 0
+      is the end of K), the product runs over that slice of K only, how one
+      tile of Q and K holds two attention maps (differential attention).
+
+    8-bit operands are read with K contiguous: A as [M][K] and B as [N][K]
+    (ldmatrix has no 8-bit transpose on the sm80 path).
 
     ```mlir
-    %s = attn.mma_qk %qf, %ks[%j] : !attn.frag<128x128xf16>, memref<1x64x128xf16, 3> -> !attn.frag<128x64xf32>
+    // S = Q K[j]^T
+    %s = attn.mma %qf, %ks[%j] {transpose_b} : !attn.frag<128x128xf16>, memref<1x64x128xf16, 3> -> !attn.frag<128x64xf32>
+    // acc + P V[j]
+    %o = attn.mma %p, %vs[%j], %acc : !attn.frag<128x64xf16>, memref<1x64x128xf16, 3>, !attn.frag<128x128xf32> -> !attn.frag<128x128xf32>
     ```
   }];
-  let arguments = (ins Attn_QOperand:$q,
-                       Arg<Attn_SharedBuffer, "", [MemRead]>:$k, Index:$tile,
-                       DefaultValuedAttr<I64Attr, "0">:$head_begin,
-                       DefaultValuedAttr<I64Attr, "0">:$head_end);
-  let results = (outs Attn_Frag:$s);
+  let arguments = (ins AnyTypeOf<[Attn_Frag, Attn_SharedBuffer]>:$a,
+                       Optional<Index>:$a_tile,
+                       Arg<Attn_SharedBuffer, "", [MemRead]>:$b,
+                       Index:$b_tile, Optional<Attn_Frag>:$acc,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       DefaultValuedAttr<I64Attr, "0">:$k_begin,
+                       DefaultValuedAttr<I64Attr, "0">:$k_end);
+  let results = (outs Attn_Frag:$d);
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$d, "::mlir::Value":$a,
+                   "::mlir::Value":$b, "::mlir::Value":$bTile,
+                   "::mlir::Value":$acc, "bool":$transposeB,
+                   CArg<"int64_t", "0">:$kBegin, CArg<"int64_t", "0">:$kEnd)>
+  ];
   let extraClassDeclaration = [{
-    /// The slice [begin, end) of the head dim the dot runs over
-    /// (`head_end` 0: to the end).
-    std::pair<int64_t, int64_t> getHeadRange() {
-      int64_t end = static_cast<int64_t>(getHeadEnd());
-      return {static_cast<int64_t>(getHeadBegin()),
-              end == 0 ? getK().getType().getDimSize(2) : end};
+    /// M, K and N of the product as the block sees it (K: the whole of A's
+    /// K, before `k_begin` / `k_end`; N: one KV warp's share, from the
+    /// enclosing attn.kernel's config).
+    int64_t getM();
+    int64_t getK();
+    int64_t getN();
+    /// The slice [begin, end) of K the product runs over.
+    std::pair<int64_t, int64_t> getKRange() {
+      int64_t end = static_cast<int64_t>(getKEnd());
+      return {static_cast<int64_t>(getKBegin()), end == 0 ? getK() : end};
     }
+    /// A's element type, in registers or in shared memory.
+    ::mlir::Type getAElementType();
   }];
   let assemblyFormat = [{
-    $q `,` $k `[` $tile `]` attr-dict `:` qualified(type($q)) `,` qualified(type($k)) `->` qualified(type($s))
+    $a (`[` $a_tile^ `]`)? `,` $b `[` $b_tile `]` (`,` $acc^)? attr-dict `:`
+    qualified(type($a)) `,` qualified(type($b)) (`,` qualified(type($acc))^)?
+    `->` qualified(type($d))
   }];
   let hasVerifier = 1;
 }
@@ -658,24 +694,6 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
   let hasVerifier = 1;
 }
 
-def Attn_MmaPVOp : Attn_Op<"mma_pv", [AllTypesMatch<["acc", "result"]>]> {
-  let summary = "acc += P V for one KV tile, fp32 accumulate";
-  let description = [{
-    `v` is read at slot `tile mod slots` (ldmatrix.trans).
-
-    ```mlir
-    %acc1 = attn.mma_pv %p, %vs[%j], %acc : !attn.frag<128x64xf16>, memref<1x64x128xf16, 3>, !attn.frag<128x128xf32>
-    ```
-  }];
-  let arguments = (ins Attn_Frag:$p, Arg<Attn_SharedBuffer, "", [MemRead]>:$v,
-                       Index:$tile, Attn_Frag:$acc);
-  let results = (outs Attn_Frag:$result);
-  let assemblyFormat = [{
-    $p `,` $v `[` $tile `]` `,` $acc attr-dict `:` qualified(type($p)) `,` qualified(type($v)) `,` qualified(type($acc))
-  }];
-  let hasVerifier = 1;
-}
-
 //===----------------------------------------------------------------------===//
 // Tile level: elementwise math, reductions and conversions on fragments
 //===----------------------------------------------------------------------===//
@@ -736,7 +754,7 @@ def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
   let summary = "An f32 tile rounded to f16 or bf16, as the A operand of an mma";
   let description = [{
     Rounds an f32 `M x N` fragment (N a multiple of 16) to f16 or bf16 in the
-    layout `attn.mma_pv` takes P in. No shared memory is involved: the
+    layout `attn.mma` takes its A operand (P) in. No shared memory is involved: the
     accumulator layout of two adjacent 8-column tiles is the A layout of one
     16-column tile.
 

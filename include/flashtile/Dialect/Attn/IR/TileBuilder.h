@@ -101,15 +101,32 @@ public:
   /// attn.splat.
   mlir::Value splat(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
                     float value, FLASHTILE_TILE_CALLER);
-  /// attn.mma_qk: S = Q K[tile]^T in f32 (`q` in registers or shared
-  /// memory); the result is the warp's slice of the KV tile. With a head
-  /// range [headBegin, headEnd) (headEnd 0: the end), over that slice of the
-  /// head dim only.
+  /// How attn.mma reads its operands: the slot of a many-slot A buffer,
+  /// whether A's and B's buffers hold them transposed ([K][M], [N][K]),
+  /// the accumulator type (no acc: f32 for float operands, i32 for i8), and
+  /// the slice [kBegin, kEnd) of K (kEnd 0: the end).
+  struct MmaOptions {
+    mlir::Value aTile = {};
+    bool transposeA = false, transposeB = false;
+    mlir::Type accType = {};
+    int64_t kBegin = 0, kEnd = 0;
+  };
+  /// attn.mma: D = A B[bTile] (+ acc), B from `bBuffer`. The result is an accumulator of
+  /// M x N (N: one KV warp's share of B's buffer rows with transposeB),
+  /// of acc's type when given.
+  mlir::Value mma(mlir::Value a, mlir::Value bBuffer, mlir::Value bTile,
+                  mlir::Value acc, const MmaOptions &options,
+                  FLASHTILE_TILE_CALLER);
+  /// S = Q K[tile]^T in f32, attn.mma with K's rows as B's columns (`q` in
+  /// registers or shared memory); the result is the warp's slice of the KV
+  /// tile. With a head range [headBegin, headEnd) (headEnd 0: the end),
+  /// over that slice of the head dim only.
   mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile,
                   int64_t headBegin = 0, int64_t headEnd = 0,
                   FLASHTILE_TILE_CALLER);
-  /// attn.mma_pv: acc + P V[tile]. An f32 `p` is converted to V's element
-  /// type in the A-operand layout first (attn.convert).
+  /// acc + P V[tile], attn.mma with P in registers. An f32 `p` is
+  /// converted to V's element type in the A-operand layout first
+  /// (attn.convert).
   mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
                             mlir::Value acc, FLASHTILE_TILE_CALLER);
   /// The scalar body of a map: its arguments are one per operand (elements

@@ -72,6 +72,11 @@ llvm::ArrayRef<MmaInstruction> getMmaInstructions();
 std::optional<MmaInstruction> selectMma(const ArchInfo &isa, mlir::Type a,
                                         mlir::Type b, mlir::Type acc);
 
+/// The mma shape FlashTile multiplies operands of `bits` bits with (the
+/// table's: m16n8k16 for 16-bit types, m16n8k32 for 8-bit ones), or nullopt
+/// for a width the table has no instruction for.
+std::optional<MmaShape> getOperandShape(int64_t bits);
+
 /// What one lane holds of one operand of an mma.sync of `shape` with
 /// elements of `bits` bits.
 class MmaFragment {
