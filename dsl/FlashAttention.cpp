@@ -71,6 +71,12 @@ Type dsl::detail::elementTypeOf(Builder &b, DType t) {
     return b.getI32Type();
   case DType::I64:
     return b.getI64Type();
+  case DType::S8:
+    return b.getI8Type();
+  case DType::E4M3:
+    return b.getType<Float8E4M3FNType>();
+  case DType::E5M2:
+    return b.getType<Float8E5M2Type>();
   }
   llvm_unreachable("unknown dtype");
 }
@@ -99,7 +105,7 @@ KernelOp dsl::detail::createKernelShell(ModuleOp module, StringRef name,
       b, loc, b.getStringAttr(name), ArchAttr::get(ctx, chip), config,
       IntegerAttr(),
       extraNames.empty() ? ArrayAttr() : b.getStrArrayAttr(extraNames),
-      ProblemAttr());
+      /*arg_roles=*/ArrayAttr(), ProblemAttr());
   Block *body = new Block();
   kernel.getBody().push_back(body);
   for (Type type : {Type(tensorType(headDim)), Type(tensorType(headDim)),

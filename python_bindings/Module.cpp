@@ -54,6 +54,12 @@ std::optional<plan::DType> parseDTypeName(std::string name) {
     return plan::DType::I32;
   if (name == "int64" || name == "long" || name == "i64")
     return plan::DType::I64;
+  if (name == "int8" || name == "s8")
+    return plan::DType::S8;
+  if (name == "float8_e4m3fn" || name == "e4m3")
+    return plan::DType::E4M3;
+  if (name == "float8_e5m2" || name == "e5m2")
+    return plan::DType::E5M2;
   return std::nullopt;
 }
 

@@ -284,25 +284,29 @@ Argument parseArgument(const Json &value, const std::string &path) {
   std::optional<DType> parsed = parseDType(dtype);
   if (!parsed)
     fail(dtypePath, concat("unknown dtype \"", dtype,
-                           "\" (expected f16, bf16, f32, i32 or i64)"));
+                           "\" (expected f16, bf16, f32, i32, i64, s8, e4m3 or e5m2)"));
   arg.dtype = *parsed;
   auto role = value.find("role");
   std::string rolePath = join(path, "role");
   if (role != value.end()) {
     std::string r = getString(*role, rolePath);
-    if (r == "input")
-      arg.role = ArgRole::Input;
-    else if (r == "output")
-      arg.role = ArgRole::Output;
-    else
-      fail(rolePath,
-           concat("expected \"input\" or \"output\", got \"", r, "\""));
+    bool known = false;
+    for (ArgRole candidate :
+         {ArgRole::Input, ArgRole::Output, ArgRole::Accumulate})
+      if (r == stringifyArgRole(candidate)) {
+        arg.role = candidate;
+        known = true;
+      }
+    if (!known)
+      fail(rolePath, concat("expected \"input\", \"output\" or "
+                            "\"accumulate\", got \"",
+                            r, "\""));
   }
   if (kind == "scalar") {
     checkKeys(value, path,
               {"name", "kind", "role", "dtype", "default", "positive"});
     arg.kind = ArgKind::Scalar;
-    if (arg.role == ArgRole::Output)
+    if (arg.role != ArgRole::Input)
       fail(rolePath, "a scalar argument is always an input");
     auto def = value.find("default");
     if (def != value.end() && !def->is_null()) {
@@ -761,12 +765,31 @@ const char *flashtile::plan::stringifyDType(DType dtype) {
     return "i32";
   case DType::I64:
     return "i64";
+  case DType::S8:
+    return "s8";
+  case DType::E4M3:
+    return "e4m3";
+  case DType::E5M2:
+    return "e5m2";
+  }
+  return "?";
+}
+
+const char *flashtile::plan::stringifyArgRole(ArgRole role) {
+  switch (role) {
+  case ArgRole::Input:
+    return "input";
+  case ArgRole::Output:
+    return "output";
+  case ArgRole::Accumulate:
+    return "accumulate";
   }
   return "?";
 }
 
 std::optional<DType> flashtile::plan::parseDType(std::string_view name) {
-  for (DType d : {DType::F16, DType::BF16, DType::F32, DType::I32, DType::I64})
+  for (DType d : {DType::F16, DType::BF16, DType::F32, DType::I32, DType::I64,
+                  DType::S8, DType::E4M3, DType::E5M2})
     if (name == stringifyDType(d))
       return d;
   return std::nullopt;
@@ -782,6 +805,10 @@ int64_t flashtile::plan::getDTypeSize(DType dtype) {
     return 4;
   case DType::I64:
     return 8;
+  case DType::S8:
+  case DType::E4M3:
+  case DType::E5M2:
+    return 1;
   }
   return 1;
 }
@@ -1090,7 +1117,7 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
         a["positive"] = true;
     } else {
       a["kind"] = "tensor";
-      a["role"] = arg.role == ArgRole::Input ? "input" : "output";
+      a["role"] = stringifyArgRole(arg.role);
       a["dtype"] = stringifyDType(arg.dtype);
       Json shape = Json::array();
       for (const std::optional<Expr> &dim : arg.shape)

@@ -832,7 +832,8 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       if (v.kind != ArgValue::Kind::Tensor) {
         error = v.kind == ArgValue::Kind::Absent
                     ? concat("missing ",
-                             a.role == ArgRole::Output ? "output" : "input",
+                             a.role == ArgRole::Input ? "input"
+                                                      : plan::stringifyArgRole(a.role),
                              " tensor ", a.name)
                     : concat(a.name, " must be a tensor, got a scalar");
         return false;
@@ -932,7 +933,7 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const Argument &a = arguments[i];
-    if (a.kind != ArgKind::Tensor || a.role != ArgRole::Output ||
+    if (a.kind != ArgKind::Tensor || a.role == ArgRole::Input ||
         ranges[i].first == ranges[i].second)
       continue;
     const TensorArg &t = args[i].tensor;
@@ -1092,10 +1093,11 @@ KernelFamily::getOutputShapes(const std::vector<ArgValue> &args,
                    args.size());
     return std::nullopt;
   }
-  // Every input must be given and well-formed; the sizes come from them.
+  // Every input (and accumulated tensor) must be given and well-formed;
+  // the sizes come from them.
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Argument &a = arguments[i];
-    if (a.kind != ArgKind::Tensor || a.role != ArgRole::Input)
+    if (a.kind != ArgKind::Tensor || a.role == ArgRole::Output)
       continue;
     if (args[i].kind != ArgValue::Kind::Tensor) {
       error = concat("missing input tensor ", a.name);

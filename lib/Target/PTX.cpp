@@ -10,6 +10,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -25,8 +26,8 @@ void LLVMInitializeNVPTXAsmPrinter();
 using namespace mlir;
 using namespace flashtile;
 
-std::string flashtile::getPtxFeatures(const ArchInfo &isa) {
-  return "+ptx" + std::to_string(isa.minPtxVersion);
+std::string flashtile::getPtxFeatures(const ArchInfo &isa, int atLeast) {
+  return "+ptx" + std::to_string(std::max(isa.minPtxVersion, atLeast));
 }
 
 FailureOr<std::string> flashtile::emitPTX(ModuleOp module, const ArchInfo &isa,
@@ -58,8 +59,15 @@ FailureOr<std::string> flashtile::emitPTX(ModuleOp module, const ArchInfo &isa,
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return module.emitError() << "the NVPTX backend is unavailable: " << error;
+  // The highest version a function's instructions need.
+  int ptxVersion = 0;
+  module.walk([&](LLVM::LLVMFuncOp func) {
+    if (auto v = func->getAttrOfType<IntegerAttr>(kMinPtxVersionAttrName))
+      ptxVersion = std::max(ptxVersion, static_cast<int>(v.getInt()));
+  });
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, isa.ptxTarget, getPtxFeatures(isa), llvm::TargetOptions(),
+      triple, isa.ptxTarget, getPtxFeatures(isa, ptxVersion),
+      llvm::TargetOptions(),
       std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());

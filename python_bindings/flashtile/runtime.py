@@ -40,7 +40,8 @@ __all__ = ["FlashTileError", "Kernel", "Prepared", "load", "parse_plan",
 # torch's dtype for each plan dtype name (the names are the plan format's,
 # plan::stringifyDType).
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32",
-                 "i32": "int32", "i64": "int64"}
+                 "i32": "int32", "i64": "int64", "s8": "int8",
+                 "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 
 
 def torch_dtype_name(name):

@@ -189,7 +189,8 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
       {"\"stride_multiple\": 8", "\"stride_multiple\": 0",
        "arguments[0].stride_multiple: expected an integer >= 1, got 0"},
       {"\"role\": \"input\"", "\"role\": \"inout\"",
-       "arguments[0].role: expected \"input\" or \"output\", got \"inout\""},
+       "arguments[0].role: expected \"input\", \"output\" or "
+       "\"accumulate\", got \"inout\""},
       {"\"kind\": \"scalar\", \"dtype\": \"i32\"",
        "\"kind\": \"scalar\", \"role\": \"output\", \"dtype\": \"i32\"",
        "arguments[6].role: a scalar argument is always an input"},
@@ -470,11 +471,16 @@ TEST(LaunchPlanTest, PrintsExpressions) {
 }
 
 TEST(LaunchPlanTest, DTypes) {
-  for (DType d : {DType::F16, DType::BF16, DType::F32, DType::I32, DType::I64})
+  for (DType d : {DType::F16, DType::BF16, DType::F32, DType::I32, DType::I64,
+                  DType::S8, DType::E4M3, DType::E5M2})
     EXPECT_EQ(parseDType(stringifyDType(d)), d);
   EXPECT_FALSE(parseDType("float").has_value());
   EXPECT_EQ(getDTypeSize(DType::BF16), 2);
   EXPECT_EQ(getDTypeSize(DType::I64), 8);
+  EXPECT_EQ(getDTypeSize(DType::S8), 1);
+  EXPECT_EQ(getDTypeSize(DType::E4M3), 1);
+  EXPECT_STREQ(stringifyDType(DType::E5M2), "e5m2");
+  EXPECT_STREQ(stringifyArgRole(ArgRole::Accumulate), "accumulate");
   EXPECT_EQ(parseParamType("f32"), ParamType::F32);
   EXPECT_FALSE(parseParamType("f64").has_value());
 }

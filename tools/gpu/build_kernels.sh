@@ -190,7 +190,15 @@ PY
 nvcc="$(command -v nvcc || echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc")"
 "$nvcc" -cubin -arch=sm_90 -o "$out/../mma_tile.cubin" \
   "$root/tools/gpu/mma_tile.cu"
-echo "mma check: tables and kernel into $(cd "$out/.." && pwd)"
+# The same products through the compiler: the tile programs of
+# tools/gpu/tiles (copy_tile, mma, store_tile), for the sm_90 ISA.
+mkdir -p "$out/tiles"
+for program in "$root"/tools/gpu/tiles/*.mlir; do
+  name="$(basename "$program" .mlir)"
+  "$compile" "$program" --isa=sm_90 --emit=cubin -o "$out/tiles/$name.cubin" \
+    --launch-plan "$out/tiles/$name.plan.json"
+done
+echo "mma check: tables, kernel and tile programs into $(cd "$out/.." && pwd)"
 
 # The Python examples' kernels, into the kernel cache the GPU machine reads.
 if [ "$mode" != quick ]; then

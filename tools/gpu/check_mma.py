@@ -8,6 +8,14 @@ the float types within the accumulator's rounding of the float64 product
 of the same (converted) operands. Through the CUDA driver API (ctypes), on
 torch's context.
 
+Then the same products through the compiler: the tile programs of
+tools/gpu/tiles (.gpu/kernels/tiles, from build_kernels.sh), launched by
+FlashTile's runtime: attn.copy_tile brings A and B into shared memory,
+attn.mma multiplies them (s8, e4m3, e5m2 on m16n8k32; bf16 with A read
+transposed), attn.store_tile writes D (or adds it with f32 atomics). The
+outputs are poisoned first; S = 165 rows leaves the last block partial, so
+the zero-filled rows and the bounds of the stores are exercised too.
+
     python3 tools/gpu/check_mma.py [--gpu-dir .gpu]
 """
 
@@ -100,8 +108,74 @@ def main():
         results.append(ok)
         print(f"{label:34} {err:10.2e} {bound:10.2e}  "
               f"{'PASS' if ok else 'FAIL'}")
+    results += check_compiled_tiles(os.path.join(args.gpu_dir, "kernels",
+                                                 "tiles"), dev)
     print(f"{sum(results)}/{len(results)} instructions passed")
     return 0 if results and all(results) else 1
+
+
+def check_compiled_tiles(folder, dev):
+    """The tile programs of tools/gpu/tiles against torch (see the module
+    docstring); one result per program."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    try:
+        from flashtile import runtime
+    except ImportError:
+        sys.path.insert(0, os.environ.get(
+            "FLASHTILE_PYTHON_PATH",
+            os.path.join(root, "build-rt", "python_bindings")))
+        from flashtile import runtime
+    gen = torch.Generator().manual_seed(26)
+    S, D = 165, 64
+    # Q sets the grid (ceil(S / 64) blocks); K, V, O and the LSE are unused.
+    q = torch.randn(1, S, 1, D).to(dev, torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(1, 1, S, device=dev)
+    results = []
+    print(f"{'compiled tile program':34} {'max err':>10} {'bound':>10}  result")
+    for name, dtype in (("mma_s8", torch.int8),
+                        ("mma_e4m3", torch.float8_e4m3fn),
+                        ("mma_e5m2", torch.float8_e5m2),
+                        ("mma_bf16_ta_acc", torch.bfloat16)):
+        kernel = runtime.load(os.path.join(folder, name + ".plan.json"))
+        if dtype == torch.int8:
+            a = torch.randint(-128, 128, (S, D), generator=gen,
+                              dtype=torch.int8)
+            b = torch.randint(-128, 128, (D, D), generator=gen,
+                              dtype=torch.int8)
+        elif name == "mma_bf16_ta_acc":
+            a = torch.randn(S, D, generator=gen).to(dtype)
+            b = torch.randn(S, D, generator=gen).to(dtype)
+        else:
+            a = torch.randn(S, D, generator=gen).to(dtype)
+            b = torch.randn(D, D, generator=gen).to(dtype)
+        a, b = a.to(dev), b.to(dev)
+        if name == "mma_bf16_ta_acc":
+            # Accumulated: D starts at a known value the blocks add to.
+            start = torch.randn(D, D, generator=gen).to(dev)
+            d = start.clone()
+            ref = start.double().cpu() + a.double().cpu().T @ b.double().cpu()
+        elif dtype == torch.int8:
+            d = torch.full((S, D), -7, device=dev, dtype=torch.int32)
+            ref = a.long().cpu() @ b.long().cpu().T
+        else:
+            d = torch.full((S, D), float("nan"), device=dev)
+            ref = a.double().cpu() @ b.double().cpu().T
+        kernel(q, q, q, o=o, lse=lse, a=a, b=b, d=d)
+        torch.cuda.synchronize()
+        if dtype == torch.int8:
+            err = (d.long().cpu() - ref).abs().max().item()
+            bound = 0
+        else:
+            out = d.double().cpu()
+            err = ((out - ref).abs().max() / ref.abs().max()).item()
+            bound = 1e-5 * 4
+        ok = err <= bound and not torch.isnan(d.double()).any().item()
+        results.append(ok)
+        print(f"{name:34} {err:10.2e} {bound:10.2e}  "
+              f"{'PASS' if ok else 'FAIL'}")
+    return results
 
 
 if __name__ == "__main__":

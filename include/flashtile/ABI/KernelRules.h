@@ -37,6 +37,12 @@ inline std::string getAttentionDTypeList() {
   return list;
 }
 
+/// Bytes of one chunk the kernels move between global and shared memory
+/// (one cp.async.cg, one 128-bit epilogue load or store). Rows the kernels
+/// copy must therefore start 16-byte aligned, which the launch plan
+/// requires of their pointers and strides.
+inline constexpr int64_t kCopyChunkBytes = 16;
+
 /// The head dims a kernel takes: multiples of kHeadDimGranule up to
 /// kMaxHeadDim. A row of Q, K, V or O in global memory is whole 16-byte
 /// chunks (8 elements of f16/bf16): what one cp.async or 128-bit store

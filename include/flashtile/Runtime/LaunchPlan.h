@@ -54,10 +54,12 @@ inline constexpr int kFormatVersion = 2;
 // Element types
 //===----------------------------------------------------------------------===//
 
-/// Element types of arguments. Open for fp8 (e4m3, e5m2) later.
-enum class DType { F16, BF16, F32, I32, I64 };
+/// Element types of arguments: the attention dtypes, f32 and the integer
+/// types of captures and tables, and the 8-bit operand types of attn.mma
+/// (s8, e4m3, e5m2).
+enum class DType { F16, BF16, F32, I32, I64, S8, E4M3, E5M2 };
 
-/// "f16", "bf16", "f32", "i32", "i64".
+/// "f16", "bf16", "f32", "i32", "i64", "s8", "e4m3", "e5m2".
 const char *stringifyDType(DType dtype);
 std::optional<DType> parseDType(std::string_view name);
 /// Bytes per element.
@@ -128,7 +130,13 @@ void collectNames(const Expr &expr, std::vector<std::string> &names);
 //===----------------------------------------------------------------------===//
 
 enum class ArgKind { Tensor, Scalar };
-enum class ArgRole { Input, Output };
+/// Input: read. Output: written, allocated by the runtime when the caller
+/// gives none. Accumulate: given by the caller and added to (f32 / i32
+/// atomics), so it is both read and written.
+enum class ArgRole { Input, Output, Accumulate };
+
+/// "input", "output", "accumulate".
+const char *stringifyArgRole(ArgRole role);
 
 /// One user-facing argument of the family.
 struct Argument {

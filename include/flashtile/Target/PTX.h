@@ -12,9 +12,16 @@
 
 namespace flashtile {
 
-/// The PTX ISA version FlashTile emits for `isa`: the table's minimum, as
-/// "+ptxNN" for the NVPTX backend.
-std::string getPtxFeatures(const ArchInfo &isa);
+/// An llvm.func attribute (i64) a lowering sets when the function uses an
+/// instruction newer than its chip's minimum PTX ISA version (an e4m3
+/// mma.sync needs 8.4): the PTX of its module is emitted at the highest
+/// such version.
+inline constexpr llvm::StringLiteral kMinPtxVersionAttrName =
+    "attn.min_ptx_version";
+
+/// The PTX ISA version FlashTile emits for `isa`: the table's minimum, or
+/// `atLeast` when higher, as "+ptxNN" for the NVPTX backend.
+std::string getPtxFeatures(const ArchInfo &isa, int atLeast = 0);
 
 /// Translates a module of LLVM + NVVM dialect ops to LLVM IR, optimizes it at
 /// O3 for `isa` and emits PTX with LLVM's NVPTX backend, in process. When

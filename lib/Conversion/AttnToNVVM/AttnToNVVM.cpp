@@ -95,6 +95,17 @@ struct ConvertAttnToNVVMPass
       kernel.walk([&](MapOp map) {
         readKernelArgsThroughKernelArgOps(map.getBody(), kernel);
       });
+      // Tile copies and stores of extra tensors read the tensor's
+      // parameters; the lowering knows the tensor by its index (the
+      // kernel's block arguments are gone by then).
+      auto stampExtraArg = [&](Operation *op, Value tensor) {
+        unsigned index = cast<BlockArgument>(tensor).getArgNumber() -
+                         KernelOp::kNumTensors;
+        op->setAttr(lowering::kExtraArgAttrName,
+                    IntegerAttr::get(IntegerType::get(ctx, 64), index));
+      };
+      kernel.walk([&](CopyTileOp op) { stampExtraArg(op, op.getSrc()); });
+      kernel.walk([&](StoreTileOp op) { stampExtraArg(op, op.getDst()); });
       if (getBlockRanges(kernel) &&
           failed(lowering::buildBlockMaskKernels(kernel)))
         return signalPassFailure();

@@ -24,6 +24,12 @@ static plan::DType toPlanDType(Type type) {
     return plan::DType::F32;
   if (type.isInteger(32))
     return plan::DType::I32;
+  if (type.isInteger(8))
+    return plan::DType::S8;
+  if (isa<Float8E4M3FNType>(type))
+    return plan::DType::E4M3;
+  if (isa<Float8E5M2Type>(type))
+    return plan::DType::E5M2;
   assert(type.isInteger(64) && "the kernel verifier limits element types");
   return plan::DType::I64;
 }
@@ -435,6 +441,10 @@ void flashtile::describeKernelArguments(KernelOp kernel,
   for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
     plan::Argument a;
     a.name = kernel.getExtraArgName(i).str();
+    StringRef role = kernel.getExtraArgRole(i);
+    a.role = role == "out"          ? plan::ArgRole::Output
+             : role == "accumulate" ? plan::ArgRole::Accumulate
+                                    : plan::ArgRole::Input;
     if (auto type = dyn_cast<MemRefType>(arg.getType())) {
       a.kind = plan::ArgKind::Tensor;
       a.dtype = toPlanDType(type.getElementType());
@@ -447,6 +457,15 @@ void flashtile::describeKernelArguments(KernelOp kernel,
       int64_t offset;
       if (succeeded(type.getStridesAndOffset(strides, offset)))
         a.contiguousLastDim = !strides.empty() && strides.back() == 1;
+      // A tensor attn.copy_tile reads moves in 16-byte chunks: its rows
+      // start 16-byte aligned.
+      bool copied = llvm::any_of(arg.getUsers(), [](Operation *user) {
+        return isa<attn::CopyTileOp>(user);
+      });
+      if (copied) {
+        a.alignBytes = kCopyChunkBytes;
+        a.strideMultiple = kCopyChunkBytes / plan::getDTypeSize(a.dtype);
+      }
     } else {
       a.kind = plan::ArgKind::Scalar;
       a.dtype = toPlanDType(arg.getType());

@@ -161,6 +161,19 @@ getKernelFuncType(mlir::MLIRContext *ctx,
 /// after LSE) of the kernel `op` has been lowered into: a scalar's value, or a
 /// tensor's pointer followed by its sizes and strides (KernelABI.h).
 int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
+
+/// The extra argument an attn.copy_tile or attn.store_tile moves (its index
+/// after LSE), stamped on the op by the conversion pass before lowering.
+inline constexpr llvm::StringLiteral kExtraArgAttrName = "attn.extra_arg";
+
+/// A 2-d extra tensor as the lowering reads it, from the kernel's
+/// parameters: its global data pointer and, as i64, its extents and
+/// strides (elements).
+struct ExtraMatrix {
+  mlir::Value data, rows, cols, rowStride, colStride;
+};
+/// The extra tensor `op` (an attn.copy_tile or attn.store_tile) moves.
+ExtraMatrix getExtraMatrix(mlir::Operation *op);
 /// The attributes on a lowered kernel's llvm.func that list, per extra
 /// argument, its first parameter, and per workspace, its parameter.
 constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";

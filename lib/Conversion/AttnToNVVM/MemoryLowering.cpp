@@ -2,6 +2,8 @@
 
 #include "LoweringUtils.h"
 
+#include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
+
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
@@ -163,6 +165,135 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
   }
 };
 
+/// A tile of a 2-d extra tensor into a buffer slot: one 16-byte cp.async.cg
+/// per chunk, spread over the block's threads like attn.copy_async's. A
+/// chunk copies the bytes of its row that lie inside the tensor (cp.async's
+/// source size) and zero-fills the rest; rows past the end copy nothing.
+struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(CopyTileOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Location loc = op.getLoc();
+    MemRefType dstType = op.getDst().getType();
+    int64_t elementBytes = dstType.getElementTypeBitWidth() / 8;
+    int64_t chunkElements = kCopyChunkBytes / elementBytes;
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    ExtraMatrix src = getExtraMatrix(op);
+    Value base = src.data, rows64 = src.rows, cols64 = src.cols,
+          stride64 = src.rowStride;
+    Value slotBase =
+        getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
+    Value firstRow = e.sext64(adaptor.getRow());
+    Value firstCol = e.sext64(adaptor.getCol());
+    TileChunkWalk walk(e, thread.tid, ctx.threads(), dstType.getDimSize(1),
+                       getB16Columns(dstType));
+    for (int64_t step = 0; step < walk.numSteps(); ++step) {
+      auto copyChunk = [&] {
+        Value row = e.add64(firstRow, e.sext64(walk.row(step)));
+        Value col = e.add64(firstCol,
+                            e.sext64(e.mul(walk.chunk(step), chunkElements)));
+        // Unsigned: negative rows and columns are out of range too.
+        Value inRows = e.cmp(LLVM::ICmpPredicate::ult, row, rows64);
+        Value inCols = e.cmp(LLVM::ICmpPredicate::ult, col, cols64);
+        Value inRange = LLVM::AndOp::create(rewriter, loc, inRows, inCols);
+        // The bytes of the chunk inside the row: min(cols - col, chunk).
+        Value left = LLVM::SubOp::create(rewriter, loc, cols64, col);
+        left = LLVM::UMinOp::create(rewriter, loc, left,
+                                    e.i64(chunkElements));
+        Value bytes = LLVM::TruncOp::create(
+            rewriter, loc, rewriter.getI32Type(),
+            e.mul64(left, e.i64(elementBytes)));
+        bytes = e.select(inRange, bytes, e.i32(0));
+        // Out-of-range chunks read nothing, at a valid address.
+        Value offset = e.add64(e.mul64(row, stride64), col);
+        offset = e.select(inRange, offset, e.i64(0));
+        Value from = e.gep(base, e.mul64(offset, e.i64(elementBytes)));
+        Value to = e.gep(slotBase, walk.smemOffset(step));
+        NVVM::CpAsyncOp::create(
+            rewriter, loc, to, from,
+            rewriter.getI32IntegerAttr(kCopyChunkBytes),
+            NVVM::LoadCacheModifierKindAttr::get(
+                rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
+            bytes);
+      };
+      if (walk.isPartial(step))
+        emitIf(rewriter, loc, walk.isActive(step), copyChunk);
+      else
+        copyChunk();
+    }
+    NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// An accumulator tile into a 2-d extra tensor, each thread its own
+/// elements at the coordinates of the C fragment table, with no shared
+/// memory: a store, or with `accumulate` an atomic add (red.global.add),
+/// for the elements inside the tensor.
+struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(StoreTileOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Location loc = op.getLoc();
+    FragType type = op.getValue().getType();
+    const FragmentLayout &layout = ctx.layout;
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
+    // A lane's offset within a C tile is linear in (g, t).
+    auto [originRow, originCol] = c.getCoord(0, 0);
+    int64_t rowPerG = c.getCoord(4, 0).first - originRow;
+    int64_t colPerT = c.getCoord(1, 0).second - originCol;
+    ExtraMatrix dst = getExtraMatrix(op);
+    Value base = dst.data, rows64 = dst.rows, cols64 = dst.cols,
+          rowStride = dst.rowStride, colStride = dst.colStride;
+    Value laneRow = e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
+                          e.mul(thread.g, rowPerG));
+    Value firstRow = e.add64(e.sext64(adaptor.getRow()), e.sext64(laneRow));
+    Value firstCol = e.add64(e.sext64(adaptor.getCol()),
+                             e.sext64(e.mul(thread.t, colPerT)));
+    SmallVector<Value> values = e.unpack(adaptor.getValue());
+    Type element = values.front().getType();
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t r = 0; r < c.getElementsPerLane(); ++r) {
+          auto [dr, dc] = c.getCoord(0, r);
+          Value row = e.add64(firstRow, e.i64(16 * i + dr));
+          Value col = e.add64(firstCol, e.i64(8 * j + dc));
+          Value inRange = LLVM::AndOp::create(
+              rewriter, loc, e.cmp(LLVM::ICmpPredicate::ult, row, rows64),
+              e.cmp(LLVM::ICmpPredicate::ult, col, cols64));
+          Value value =
+              values[FragmentLayout::accIndex(i, j, r, nTiles)];
+          emitIf(rewriter, loc, inRange, [&] {
+            Value offset =
+                e.add64(e.mul64(row, rowStride), e.mul64(col, colStride));
+            Value address = e.gep(base, e.mul64(offset, e.i64(4)));
+            if (!op.getAccumulate()) {
+              LLVM::StoreOp::create(rewriter, loc, value, address,
+                                    /*alignment=*/4);
+              return;
+            }
+            LLVM::AtomicRMWOp::create(
+                rewriter, loc,
+                isa<FloatType>(element) ? LLVM::AtomicBinOp::fadd
+                                        : LLVM::AtomicBinOp::add,
+                address, value, LLVM::AtomicOrdering::monotonic);
+          });
+        }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct AsyncWaitLowering : public ConvertOpToLLVMPattern<AsyncWaitOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -189,6 +320,7 @@ struct BarrierLowering : public ConvertOpToLLVMPattern<BarrierOp> {
 
 void lowering::populateMemoryPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
-  patterns.add<SmemAllocLowering, CopyAsyncLowering, AsyncWaitLowering,
-               BarrierLowering>(converter);
+  patterns.add<SmemAllocLowering, CopyAsyncLowering, CopyTileLowering,
+               StoreTileLowering, AsyncWaitLowering, BarrierLowering>(
+      converter);
 }

@@ -19,10 +19,13 @@
 #include "LoweringUtils.h"
 
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
+#include "flashtile/Target/PTX.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <climits>
 
 using namespace mlir;
 using namespace flashtile;
@@ -57,6 +60,22 @@ static MmaInstruction getMma(Operation *op, Type a, Type b, Type acc) {
   return *instr;
 }
 
+/// The lowest minimum PTX version of the chips on the sm80 path (7.0).
+static int getLowestSm80PathPtxVersion() {
+  int lowest = INT_MAX;
+  for (const ArchInfo &arch : getAllArchs())
+    if (arch.codePath == CodePath::Sm80)
+      lowest = std::min(lowest, arch.minPtxVersion);
+  return lowest;
+}
+
+/// Whether nvvm.mma.sync takes `instr`: MLIR 22's verifier has no 8-bit
+/// float types for it (the PTX ISA has them from sm_89), so e4m3 / e5m2
+/// products are emitted as the PTX instruction itself.
+static bool nvvmHasMma(const MmaInstruction &instr) {
+  return instr.aType != "e4m3" && instr.aType != "e5m2";
+}
+
 /// d = a * b + c for one tile of `instr`: `a` four packed i32, `b` two, `c`
 /// the accumulator's values (four f32 or i32, or two packed f16 pairs as
 /// i32). f16 goes to mma.sync as vector<2xf16>; the other operand types as
@@ -86,6 +105,55 @@ static SmallVector<Value, 4> mmaSync(Emitter &e, const MmaInstruction &instr,
                                              : Type(builder.getF32Type());
   SmallVector<Type, 4> fields(cOps.size(), accElement);
   auto resultType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+  if (!nvvmHasMma(instr)) {
+    // mma.sync.aligned.<shape>.row.col.<d>.<a>.<b>.<c> {d}, {a}, {b}, {c}
+    // with the accumulator tied to d.
+    std::string ptx = ("mma.sync.aligned.m" + std::to_string(instr.shape.m) +
+                       "n" + std::to_string(instr.shape.n) + "k" +
+                       std::to_string(instr.shape.k) + ".row.col." +
+                       instr.accType + "." + instr.aType + "." + instr.bType +
+                       "." + instr.accType)
+                          .str();
+    std::string constraints;
+    int64_t next = 0;
+    auto list = [&](size_t n, StringRef kind, bool output) {
+      ptx += " {";
+      for (size_t i = 0; i < n; ++i) {
+        ptx += (i ? ", $" : "$") + std::to_string(next++);
+        constraints += (constraints.empty() ? "" : ",") +
+                       std::string(output ? "=" : "") + kind.str();
+      }
+      ptx += "}";
+    };
+    StringRef accKind = instr.accType == "f32" ? "f" : "r";
+    list(cOps.size(), accKind, /*output=*/true);
+    ptx += ",";
+    list(aOps.size(), "r", false);
+    ptx += ",";
+    list(bOps.size(), "r", false);
+    ptx += ",";
+    // The accumulator inputs are tied to the outputs: "0", "1", ...
+    ptx += " {";
+    for (size_t i = 0; i < cOps.size(); ++i) {
+      ptx += (i ? ", $" : "$") + std::to_string(next++);
+      constraints += "," + std::to_string(i);
+    }
+    ptx += "};";
+    SmallVector<Value> operands(aOps.begin(), aOps.end());
+    operands.append(bOps.begin(), bOps.end());
+    operands.append(cOps.begin(), cOps.end());
+    Value d = LLVM::InlineAsmOp::create(
+                  builder, e.location(), resultType, operands, ptx,
+                  constraints, /*has_side_effects=*/false,
+                  /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                  /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                  /*operand_attrs=*/ArrayAttr())
+                  .getResult(0);
+    SmallVector<Value, 4> out;
+    for (int64_t r = 0, n = cOps.size(); r < n; ++r)
+      out.push_back(e.extract(d, r));
+    return out;
+  }
   std::optional<NVVM::MMAIntOverflow> overflow;
   if (instr.aType == "s8")
     overflow = NVVM::MMAIntOverflow::wrapped;
@@ -279,6 +347,16 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
     MmaInstruction mma = getMma(op, op.getAElementType(),
                                 bType.getElementType(),
                                 dType.getElementType());
+    // An instruction newer than what every sm80-path chip's PTX has raises
+    // the kernel's version (emitPTX takes the highest of it and the ISA's).
+    auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+    auto have = func->getAttrOfType<IntegerAttr>(kMinPtxVersionAttrName);
+    if (mma.minPtxVersion > getLowestSm80PathPtxVersion() &&
+        (!have || have.getInt() < mma.minPtxVersion))
+      rewriter.modifyOpInPlace(func, [&] {
+        func->setAttr(kMinPtxVersionAttrName,
+                      rewriter.getI64IntegerAttr(mma.minPtxVersion));
+      });
     // M and N from the result: the kernel op (and its config's KV warps)
     // may already be converted.
     int64_t m = dType.getDimSize(0), n = dType.getDimSize(1), k = op.getK();

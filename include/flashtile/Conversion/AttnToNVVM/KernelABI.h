@@ -69,6 +69,7 @@
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 #define FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Runtime/LaunchPlan.h"
@@ -80,11 +81,8 @@
 
 namespace flashtile {
 
-/// Bytes of one chunk the kernels move between global and shared memory
-/// (one cp.async.cg, one 128-bit epilogue load or store). Q, K, V and O rows
-/// must therefore start 16-byte aligned, which the launch plan requires of
-/// their pointers and strides.
-inline constexpr int64_t kCopyChunkBytes = 16;
+/// The copy chunk (16 bytes), owned by the kernel rules.
+using abi::kCopyChunkBytes;
 
 /// Indices into the fixed prefix of the parameter list.
 enum KernelParamIndex : unsigned {

@@ -43,6 +43,8 @@ SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
   SmallVector<SharedAccess> accesses;
   if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
     accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
+  } else if (auto copy = dyn_cast<CopyTileOp>(op)) {
+    accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
   } else if (auto load = dyn_cast<LoadFragOp>(op)) {
     accesses.push_back({load.getSrc(), Value(), false});
   } else if (auto mma = dyn_cast<MmaOp>(op)) {
@@ -219,7 +221,7 @@ void SyncChecker::Impl::access(Operation *op, const SharedAccess &a) {
       if (groups[g].bytes.overlaps(bytes))
         report(Kind::WriteOverCopy, op, groups[g].copy, a.buffer, slot,
                g >= complete, groups[g].time, g);
-    bool async = isa<CopyAsyncOp>(op);
+    bool async = isa<CopyAsyncOp, CopyTileOp>(op);
     if (async)
       groups.push_back({op, bytes, time});
     // Contents this write covers are gone.

@@ -9,6 +9,7 @@
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -103,6 +104,11 @@ StringRef KernelOp::getExtraArgName(unsigned i) {
   return cast<StringAttr>((*getArgNames())[i]).getValue();
 }
 
+StringRef KernelOp::getExtraArgRole(unsigned i) {
+  std::optional<ArrayAttr> roles = getArgRoles();
+  return roles ? cast<StringAttr>((*roles)[i]).getValue() : "in";
+}
+
 ProblemAttr KernelOp::getProblemInfo() {
   auto attentions = getBodyBlock().getOps<AttentionOp>();
   if (attentions.empty()) {
@@ -158,6 +164,17 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
                             << " extra argument(s) after LSE but arg_names "
                                "lists "
                             << numNames << "; name each extra argument";
+  if (std::optional<ArrayAttr> roles = op.getArgRoles()) {
+    if (roles->size() != extras.size())
+      return op.emitOpError() << "arg_roles lists " << roles->size()
+                              << " role(s) for " << extras.size()
+                              << " extra argument(s)";
+    for (auto [i, role] : llvm::enumerate(roles->getAsValueRange<StringAttr>()))
+      if (role != "in" && role != "out" && role != "accumulate")
+        return op.emitOpError() << "extra argument '" << op.getExtraArgName(i)
+                                << "' has role '" << role
+                                << "'; expected in, out or accumulate";
+  }
   llvm::StringSet<> seen;
   for (auto [i, arg] : llvm::enumerate(extras)) {
     StringRef name = op.getExtraArgName(i);
@@ -176,10 +193,12 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
     if (auto memref = dyn_cast<MemRefType>(type)) {
       Type elt = memref.getElementType();
       if (!elt.isF16() && !elt.isBF16() && !elt.isF32() &&
-          !elt.isInteger(32) && !elt.isInteger(64))
+          !elt.isInteger(32) && !elt.isInteger(64) && !elt.isInteger(8) &&
+          !isa<Float8E4M3FNType, Float8E5M2Type>(elt))
         return op.emitOpError()
                << "extra tensor '" << name << "' has element type " << elt
-               << "; supported: f16, bf16, f32, i32, i64";
+               << "; supported: f16, bf16, f32, i32, i64, i8, f8E4M3FN, "
+                  "f8E5M2";
       if (memref.getMemorySpace())
         return op.emitOpError() << "extra tensor '" << name
                                 << "' must be in global memory, got " << type;
@@ -205,6 +224,10 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
       }
       continue;
     }
+    if (op.getExtraArgRole(i) != "in")
+      return op.emitOpError() << "extra scalar '" << name
+                              << "' is declared '" << op.getExtraArgRole(i)
+                              << "'; a scalar is always an input ('in')";
     if (type.isInteger(32) || type.isInteger(64) || type.isF32())
       continue;
     return op.emitOpError() << "extra argument '" << name << "' has type "
@@ -610,6 +633,85 @@ LogicalResult CopyAsyncOp::verify() {
       return emitOpError()
              << "copies packed rows in a kernel whose config has no pack_gqa";
   }
+  return success();
+}
+
+/// The index among the extra arguments of `op`'s kernel of `value`, or -1
+/// when it is not one.
+static int64_t getExtraArgIndex(Operation *op, Value value) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!kernel || !arg || arg.getOwner() != &kernel.getBodyBlock() ||
+      arg.getArgNumber() < KernelOp::kNumTensors)
+    return -1;
+  return arg.getArgNumber() - KernelOp::kNumTensors;
+}
+
+/// Checks that `value`, an operand of `op` named `what`, is a rank-2 extra
+/// tensor argument of the kernel, and returns its index.
+static FailureOr<int64_t> expectExtraMatrix(Operation *op, StringRef what,
+                                            Value value) {
+  int64_t index = getExtraArgIndex(op, value);
+  if (index < 0)
+    return op->emitOpError() << what
+                             << " must be an extra tensor argument of the "
+                                "kernel (one named in arg_names)";
+  auto type = cast<MemRefType>(value.getType());
+  if (type.getRank() != 2)
+    return op->emitOpError() << what << " must be a 2-d tensor, got " << type;
+  return index;
+}
+
+LogicalResult CopyTileOp::verify() {
+  MemRefType src = getSrc().getType(), dst = getDst().getType();
+  if (failed(expectExtraMatrix(*this, "the source", getSrc())))
+    return failure();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "copies " << src.getElementType() << " into a "
+                         << dst.getElementType() << " buffer";
+  // cp.async moves aligned 16-byte chunks: the column offset must start
+  // one, which only a constant proves.
+  int64_t chunk = 8 * abi::kCopyChunkBytes / dst.getElementTypeBitWidth();
+  std::optional<int64_t> col = getConstantIntValue(getCol());
+  if (!col || *col % chunk != 0)
+    return emitOpError() << "column offset must be a constant multiple of "
+                         << chunk << " (16 bytes of "
+                         << dst.getElementType() << "), got "
+                         << (col ? std::to_string(*col)
+                                 : std::string("a run-time value"));
+  if (dst.getDimSize(2) % chunk != 0)
+    return emitOpError() << "buffer rows of " << dst.getDimSize(2)
+                         << " elements are not whole 16-byte chunks ("
+                         << chunk << " elements)";
+  return success();
+}
+
+LogicalResult StoreTileOp::verify() {
+  auto value = cast<FragType>(getValue().getType());
+  MemRefType dst = getDst().getType();
+  if (value.getRank() != 2 || !value.isAccumulator() ||
+      !(value.getElementType().isF32() || value.getElementType().isInteger(32)))
+    return emitOpError() << "stores an f32 or i32 accumulator, got " << value;
+  FailureOr<int64_t> index = expectExtraMatrix(*this, "the destination",
+                                               getDst());
+  if (failed(index))
+    return failure();
+  if (dst.getElementType() != value.getElementType())
+    return emitOpError() << "stores " << value.getElementType()
+                         << " into a tensor of " << dst.getElementType();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  StringRef role = kernel.getExtraArgRole(*index);
+  StringRef expected = getAccumulate() ? "accumulate" : "out";
+  if (role != expected)
+    return emitOpError() << (getAccumulate() ? "adds to" : "writes")
+                         << " extra tensor '"
+                         << kernel.getExtraArgName(*index)
+                         << "', whose role is '" << role
+                         << "'; declare it '" << expected
+                         << "' in the kernel's arg_roles";
+  if (getKvWarps(*this) != 1)
+    return emitOpError() << "stores a tile in a kernel with KV warps, whose "
+                            "accumulators are partial";
   return success();
 }
 

@@ -12,15 +12,16 @@ using namespace flashtile;
 using namespace flashtile::attn;
 
 // PTX ISA 8.7, "Warp-level Matrix Multiply-Accumulate Instructions":
-// mma.sync.aligned.m16n8k16 on f16 / bf16 needs sm_80; m16n8k32 on s8 needs
-// sm_80 (sm_75 has only k16); on e4m3 / e5m2 it needs sm_89.
+// mma.sync.aligned.m16n8k16 on f16 / bf16 needs sm_80 and PTX 7.0;
+// m16n8k32 on s8 needs sm_80 (sm_75 has only k16) and PTX 7.0; on e4m3 /
+// e5m2 it needs sm_89 and PTX 8.4.
 static const MmaInstruction kMmaInstructions[] = {
-    {{16, 8, 16}, "f16", "f16", "f32", 16, 16, 32, 80},
-    {{16, 8, 16}, "bf16", "bf16", "f32", 16, 16, 32, 80},
-    {{16, 8, 16}, "f16", "f16", "f16", 16, 16, 16, 80},
-    {{16, 8, 32}, "s8", "s8", "s32", 8, 8, 32, 80},
-    {{16, 8, 32}, "e4m3", "e4m3", "f32", 8, 8, 32, 89},
-    {{16, 8, 32}, "e5m2", "e5m2", "f32", 8, 8, 32, 89},
+    {{16, 8, 16}, "f16", "f16", "f32", 16, 16, 32, 80, 70},
+    {{16, 8, 16}, "bf16", "bf16", "f32", 16, 16, 32, 80, 70},
+    {{16, 8, 16}, "f16", "f16", "f16", 16, 16, 16, 80, 70},
+    {{16, 8, 32}, "s8", "s8", "s32", 8, 8, 32, 80, 70},
+    {{16, 8, 32}, "e4m3", "e4m3", "f32", 8, 8, 32, 89, 84},
+    {{16, 8, 32}, "e5m2", "e5m2", "f32", 8, 8, 32, 89, 84},
 };
 
 ArrayRef<MmaInstruction> attn::getMmaInstructions() {

@@ -674,9 +674,9 @@ attn.kernel @duplicate_extra arch(#attn.arch<sm_120>) attributes {arg_names = ["
 
 !t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{extra tensor 'table' has element type 'i8'; supported: f16, bf16, f32, i32, i64}}
+// expected-error @below {{extra tensor 'table' has element type 'i16'; supported: f16, bf16, f32, i32, i64, i8, f8E4M3FN, f8E5M2}}
 attn.kernel @bad_extra_tensor arch(#attn.arch<sm_120>) attributes {arg_names = ["table"]} {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %t: memref<?xi8>):
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %t: memref<?xi16>):
 }
 
 // -----
@@ -937,4 +937,84 @@ attn.kernel @frag_layout_a_f32 arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   // expected-error @below {{an A-operand fragment holds 16- or 8-bit elements, got 'f32'}}
   %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32, a>
+}
+
+// -----
+
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{arg_roles lists 1 role(s) for 2 extra argument(s)}}
+attn.kernel @roles_count arch(#attn.arch<sm_120>) attributes {arg_names = ["a", "b"], arg_roles = ["in"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %a: memref<?x?xf32, strided<[?, 1]>>, %b: memref<?x?xf32, strided<[?, 1]>>):
+}
+
+// -----
+
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{extra argument 'a' has role 'inout'; expected in, out or accumulate}}
+attn.kernel @roles_unknown arch(#attn.arch<sm_120>) attributes {arg_names = ["a"], arg_roles = ["inout"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %a: memref<?x?xf32, strided<[?, 1]>>):
+}
+
+// -----
+
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{extra scalar 'n' is declared 'out'; a scalar is always an input ('in')}}
+attn.kernel @roles_scalar arch(#attn.arch<sm_120>) attributes {arg_names = ["n"], arg_roles = ["out"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %n: i32):
+}
+
+// -----
+
+// A store into a tensor the kernel declares an input is refused: the
+// launch plan would not know the kernel writes it.
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_tile_role arch(#attn.arch<sm_120>) attributes {arg_names = ["d"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: memref<?x?xf32, strided<[?, 1]>>):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{adds to extra tensor 'd', whose role is 'in'; declare it 'accumulate' in the kernel's arg_roles}}
+  attn.store_tile %s -> %d[%c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
+}
+
+// -----
+
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_tile_a_layout arch(#attn.arch<sm_120>) attributes {arg_names = ["d"], arg_roles = ["out"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: memref<?x?xf32, strided<[?, 1]>>):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{stores an f32 or i32 accumulator, got '!attn.frag<64x64xf16>'}}
+  attn.store_tile %s -> %d[%c0, %c0] : !attn.frag<64x64xf16> -> memref<?x?xf32, strided<[?, 1]>>
+}
+
+// -----
+
+// The copy's column offset must start a 16-byte chunk, provably.
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @copy_tile_col arch(#attn.arch<sm_120>) attributes {arg_names = ["a"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %a: memref<?x?xi8, strided<[?, 1]>>):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xi8, 3>
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  // expected-error @below {{column offset must be a constant multiple of 16 (16 bytes of 'i8'), got 8}}
+  attn.copy_tile %a[%c0, %c8] -> %as[%c0] : memref<?x?xi8, strided<[?, 1]>> -> memref<1x64x64xi8, 3>
+}
+
+// -----
+
+// Only the kernel's own tensor arguments are copied from.
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @copy_tile_src arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xf32, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{the source must be an extra tensor argument of the kernel (one named in arg_names)}}
+  attn.copy_tile %lse[%c0, %c0] -> %as[%c0] : memref<?x?x?xf32> -> memref<1x64x64xf32, 3>
 }

@@ -77,6 +77,7 @@ def Attn_KernelOp : Attn_Op<"kernel", [
                        OptionalAttr<Attn_ConfigAttr>:$config,
                        OptionalAttr<I64Attr>:$smem_bytes,
                        OptionalAttr<StrArrayAttr>:$arg_names,
+                       OptionalAttr<StrArrayAttr>:$arg_roles,
                        OptionalAttr<Attn_ProblemAttr>:$problem);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -99,6 +100,10 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     }
     /// The name of extra argument `i` (0 is the first after LSE).
     ::llvm::StringRef getExtraArgName(unsigned i);
+    /// The declared role of extra argument `i`: "in" (read; the default),
+    /// "out" (written by attn.store_tile) or "accumulate" (added to by
+    /// attn.store_tile {accumulate}, f32 / i32 atomics).
+    ::llvm::StringRef getExtraArgRole(unsigned i);
     /// What the kernel computes: the attn.attention's mask and scale at the
     /// kernel level, the recorded `problem` at the tile level, and in a
     /// tile program without one, what its ops state
@@ -480,6 +485,32 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Attn_CopyTileOp : Attn_Op<"copy_tile"> {
+  let summary = "Asynchronous copy of one tile of a 2-d tensor argument to shared memory";
+  let description = [{
+    Copies rows `row .. row + R - 1` and columns `col .. col + C - 1` of the
+    row-major 2-d global tensor `src` (an extra argument of the kernel: any
+    element type a shared buffer holds, 8-bit ones included) into slot
+    `tile mod slots` of `dst` (R x C). 16-byte chunks past the tensor's
+    extents copy 0 bytes, which zero-fills them; `col` and the tensor's
+    column count must be whole 16-byte chunks (the launch plan checks the
+    strides, the op the column offset). One async group, like
+    attn.copy_async, so attn.async_wait's counts stay exact.
+
+    ```mlir
+    attn.copy_tile %a[%r, %c0] -> %as[%c0] : memref<?x?xi8, strided<[?, 1]>> -> memref<1x64x64xi8, 3>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$row,
+                       Index:$col, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
+                       Index:$tile);
+  let assemblyFormat = [{
+    $src `[` $row `,` $col `]` `->` $dst `[` $tile `]` attr-dict `:`
+    qualified(type($src)) `->` qualified(type($dst))
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_AsyncWaitOp : Attn_Op<"async_wait"> {
   let summary = "Waits until at most `pending` async copy groups are in flight";
   let description = [{
@@ -796,6 +827,32 @@ def Attn_StoreOp : Attn_Op<"store"> {
     (`values` `(` $lse_values^ `:` qualified(type($lse_values)) `)`)?
     attr-dict `:` qualified(type($acc)) `,` qualified(type($stage))
     `->` qualified(type($o)) `,` qualified(type($lse))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_StoreTileOp : Attn_Op<"store_tile"> {
+  let summary = "Stores or atomically adds an accumulator tile to a 2-d tensor argument";
+  let description = [{
+    Writes element (i, j) of the M x N accumulator `value` to
+    `dst[row + i][col + j]` for the elements inside dst's extents, each
+    thread its own elements, with no shared memory. With `accumulate` it
+    adds them with global atomics (f32 or i32), so that several blocks may
+    sum into one output, as the backward's dQ does; the order of the
+    additions is not fixed, so an f32 sum is not bit-reproducible. `dst`
+    is an extra argument declared "out" (or, with `accumulate`,
+    "accumulate") in the kernel's `arg_roles`, of the value's element
+    type. Not with KV warps (their accumulators are partial).
+
+    ```mlir
+    attn.store_tile %d -> %out[%r, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       Index:$row, Index:$col, UnitAttr:$accumulate);
+  let assemblyFormat = [{
+    $value `->` $dst `[` $row `,` $col `]` attr-dict `:`
+    qualified(type($value)) `->` qualified(type($dst))
   }];
   let hasVerifier = 1;
 }

@@ -54,13 +54,15 @@ struct MmaShape {
 };
 
 /// One mma.sync instruction of the table: its shape, the PTX type names of
-/// A, B and C/D (as #nvvm.mma_type spells them), the element widths, and
-/// the lowest compute capability that has it.
+/// A, B and C/D (as #nvvm.mma_type spells them), the element widths, the
+/// lowest compute capability that has it, and the PTX ISA version that
+/// introduced it (as the NVPTX backend's "+ptxNN": 84 is 8.4).
 struct MmaInstruction {
   MmaShape shape;
   llvm::StringLiteral aType, bType, accType;
   int64_t aBits, bBits, accBits;
   int minComputeCapability;
+  int minPtxVersion;
 };
 
 /// The table, every instruction FlashTile emits.

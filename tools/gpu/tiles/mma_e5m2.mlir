@@ -1,0 +1,22 @@
+// One tile matmul through the compiler, for tools/gpu/check_mma.py: block
+// m computes rows [64 m, 64 m + 64) of D = A B^T (A: S x 64, B: 64 x 64,
+// both f8E5M2, K contiguous) with attn.mma (m16n8k32) and stores them with
+// attn.store_tile. Q only sets the grid (S / 64 blocks); K, V, O and the
+// LSE are unused.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!a = memref<?x?xf8E5M2, strided<[?, 1]>>
+!d = memref<?x?xf32, strided<[?, 1]>>
+attn.kernel @mma_e5m2 arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) attributes {arg_names = ["a", "b", "d"], arg_roles = ["in", "in", "out"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %a: !a, %b: !a, %d: !d):
+  %m, %h, %hkv, %bb, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %as = attn.smem_alloc {name = "A"} : memref<1x64x64xf8E5M2, 3>
+  %bs = attn.smem_alloc {name = "B"} : memref<1x64x64xf8E5M2, 3>
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %row = arith.muli %m, %c64 : index
+  attn.copy_tile %a[%row, %c0] -> %as[%c0] : !a -> memref<1x64x64xf8E5M2, 3>
+  attn.copy_tile %b[%c0, %c0] -> %bs[%c0] : !a -> memref<1x64x64xf8E5M2, 3>
+  %s = attn.mma %as, %bs[%c0] {transpose_b} : memref<1x64x64xf8E5M2, 3>, memref<1x64x64xf8E5M2, 3> -> !attn.frag<64x64xf32>
+  attn.store_tile %s -> %d[%row, %c0] : !attn.frag<64x64xf32> -> !d
+}
