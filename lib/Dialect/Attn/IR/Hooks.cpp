@@ -17,30 +17,43 @@ using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
 
-bool attn::isSupportedHookOp(Operation *op) {
-  return isa<
-      // Integer and index arithmetic.
-      arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
-      arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
-      arith::FloorDivSIOp, arith::CeilDivSIOp, arith::MaxSIOp, arith::MinSIOp,
-      arith::MaxUIOp, arith::MinUIOp, arith::AndIOp, arith::OrIOp,
-      arith::XOrIOp, arith::ShLIOp, arith::ShRSIOp, arith::ShRUIOp,
-      arith::CmpIOp, arith::SelectOp,
-      // Floating point.
-      arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
-      arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-      arith::MinNumFOp, arith::CmpFOp,
-      // Conversions.
-      arith::IndexCastOp, arith::IndexCastUIOp, arith::SIToFPOp,
-      arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp, arith::ExtFOp,
-      arith::TruncFOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
-      // Math.
-      math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
-      math::SqrtOp, math::RsqrtOp, math::AbsFOp, math::AbsIOp, math::PowFOp,
-      math::ErfOp, math::FmaOp, math::FloorOp, math::CeilOp, math::SinOp,
-      math::CosOp,
-      // Reads.
-      memref::LoadOp, SizeOp, KernelArgOp, YieldOp>(op);
+namespace {
+/// The one list of the ops a hook may contain.
+template <typename... Ops> struct OpList {
+  static bool contains(Operation *op) { return isa<Ops...>(op); }
+  static SmallVector<StringRef> names() {
+    return {Ops::getOperationName()...};
+  }
+};
+using HookOps = OpList<
+    // Integer and index arithmetic.
+    arith::ConstantOp, arith::AddIOp, arith::SubIOp, arith::MulIOp,
+    arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+    arith::FloorDivSIOp, arith::CeilDivSIOp, arith::MaxSIOp, arith::MinSIOp,
+    arith::MaxUIOp, arith::MinUIOp, arith::AndIOp, arith::OrIOp,
+    arith::XOrIOp, arith::ShLIOp, arith::ShRSIOp, arith::ShRUIOp,
+    arith::CmpIOp, arith::SelectOp,
+    // Floating point.
+    arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+    arith::NegFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+    arith::MinNumFOp, arith::CmpFOp,
+    // Conversions.
+    arith::IndexCastOp, arith::IndexCastUIOp, arith::SIToFPOp,
+    arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp, arith::ExtFOp,
+    arith::TruncFOp, arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+    // Math.
+    math::TanhOp, math::ExpOp, math::Exp2Op, math::LogOp, math::Log2Op,
+    math::SqrtOp, math::RsqrtOp, math::AbsFOp, math::AbsIOp, math::PowFOp,
+    math::ErfOp, math::FmaOp, math::FloorOp, math::CeilOp, math::SinOp,
+    math::CosOp,
+    // Reads.
+    memref::LoadOp, SizeOp, KernelArgOp, YieldOp>;
+} // namespace
+
+bool attn::isSupportedHookOp(Operation *op) { return HookOps::contains(op); }
+
+SmallVector<StringRef> attn::getSupportedHookOpNames() {
+  return HookOps::names();
 }
 
 /// Types a hook value may have: index, integers up to 64 bits, f16, bf16,

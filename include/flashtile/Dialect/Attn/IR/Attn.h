@@ -99,6 +99,9 @@ std::optional<std::string> explainInvalidKernelName(llvm::StringRef name);
 /// True when `op` may appear in a score_mod / mask_mod hook: the arith,
 /// math, memref.load and attn ops the hook lowering emits.
 bool isSupportedHookOp(mlir::Operation *op);
+/// The names of those ops ("arith.addf", ...), for tests that check every
+/// one lowers.
+llvm::SmallVector<llvm::StringRef> getSupportedHookOpNames();
 
 /// Replaces every use, inside hook region `hook`, of an argument of the
 /// kernel around it by an attn.kernel_arg at the top of the hook: how the
