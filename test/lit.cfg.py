@@ -33,24 +33,24 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flashtile_tools_dir, append_path=True)
 
-# ptxas (CUDA toolkit) for the cubin tests: found the way flashtile-compile
-# finds it.
-import shutil
+# ptxas (CUDA toolkit) for the cubin tests: the one flashtile-compile
+# finds (the library's search, flashtile::findPtxas), asked of the tool.
+import subprocess
 
 def find_ptxas():
-    candidates = []
-    if os.environ.get("CUDA_HOME"):
-        candidates.append(os.path.join(os.environ["CUDA_HOME"], "bin", "ptxas"))
-    candidates.append("/usr/local/cuda/bin/ptxas")
-    for path in candidates:
-        if os.access(path, os.X_OK):
-            return path
-    return shutil.which("ptxas")
+    tool = os.path.join(config.flashtile_tools_dir, "flashtile-compile")
+    try:
+        found = subprocess.run([tool, "--print-ptxas"], capture_output=True,
+                               text=True, timeout=60)
+    except OSError:
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None
 
-if find_ptxas():
+ptxas = find_ptxas()
+if ptxas:
     config.available_features.add("ptxas")
     # The real ptxas, for tests that wrap it (Compiler/Inputs/spilling-ptxas.sh).
-    config.substitutions.append(("%real_ptxas", find_ptxas()))
+    config.substitutions.append(("%real_ptxas", ptxas))
 
 # pip, setuptools and wheel in lit's Python: the package install test.
 import importlib.util
@@ -62,7 +62,6 @@ if os.environ.get("CUDA_HOME"):
 # The ptxas the golden cubins were made with (test/Compiler/Golden): cubins
 # are compared byte for byte only with that version.
 def ptxas_version(path):
-    import subprocess
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True,
                              timeout=60).stdout
@@ -71,13 +70,12 @@ def ptxas_version(path):
     lines = [l for l in out.splitlines() if l.strip()]
     return lines[-1].strip() if lines else None
 
-_ptxas = find_ptxas()
-if _ptxas:
+if ptxas:
     golden = os.path.join(config.flashtile_src_root, "test", "Compiler",
                           "Golden", "matrix.sha256")
     with open(golden) as f:
         first = f.readline().lstrip("#").strip()
-    if ptxas_version(_ptxas) == first:
+    if ptxas_version(ptxas) == first:
         config.available_features.add("golden-ptxas")
 
 # The run side: the Python package root of the build and the GPU check

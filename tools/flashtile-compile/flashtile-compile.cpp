@@ -20,6 +20,7 @@
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/Compiler/Input.h"
+#include "flashtile/Target/PTX.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -146,6 +147,11 @@ static cl::opt<std::string> ptxasPath(
     "ptxas", cl::desc("ptxas to use (default: $CUDA_HOME/bin, "
                       "/usr/local/cuda/bin, then PATH)"),
     cl::init(""), cl::cat(outputCat));
+static cl::opt<bool> printPtxas(
+    "print-ptxas",
+    cl::desc("Print the ptxas a cubin would be built with (--ptxas, else "
+             "the search above) and exit; an error when there is none"),
+    cl::init(false), cl::cat(outputCat));
 static cl::opt<std::string> launchPlanFile(
     "launch-plan",
     cl::desc("With --emit=cubin: write the kernel's launch plan (JSON: "
@@ -425,6 +431,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (printPtxas) {
+    FailureOr<std::string> found = findPtxas(ptxasPath, flagsLoc);
+    if (failed(found))
+      return 1;
+    llvm::outs() << *found << "\n";
+    return 0;
+  }
   if (threads > kMaxCompileThreads) {
     emitError(flagsLoc) << "--compile-threads=" << threads.getValue() << " is more than "
                         << kMaxCompileThreads;
