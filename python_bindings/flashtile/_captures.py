@@ -28,6 +28,7 @@ class TensorSpec:
     def __repr__(self):
         return f"TensorSpec({self.dtype!r}, {len(self.shape)})"
 
+
 class _TensorArg(_AsValue):
     """A captured tensor, as an extra kernel argument."""
 
@@ -77,6 +78,7 @@ class _TensorArg(_AsValue):
         _fail(f"tensor {self.name} is captured by a hook: read it with "
               f"{self.name}[...]")
 
+
 class _ScalarArg(_AsValue):
     """A captured flashtile.scalar, as an extra kernel argument."""
 
@@ -97,7 +99,10 @@ class _ScalarArg(_AsValue):
                 region.casts[key] = Value(region, self.arg, _F32)
         return region.casts[key]
 
+
+
 _NOT_CAPTURED = object()
+
 
 def _captured(fn, name):
     """What `fn` captures under `name` now: its closure cell's contents,
@@ -113,9 +118,11 @@ def _captured(fn, name):
         return fn.__globals__[name]
     return _NOT_CAPTURED
 
+
 def tensor_dtype(t):
     """The dtype name of a tensor or TensorSpec ("float32", "int32")."""
     return str(t.dtype).replace("torch.", "")
+
 
 def read_captures(functions, extras, bindings=None):
     """The current values of the extra arguments `extras` (kernel_ir's list)
@@ -140,6 +147,7 @@ def read_captures(functions, extras, bindings=None):
         values[name] = value
     return values
 
+
 # What a hook's trace depends on, for the in-memory kernel memo of
 # flashtile.attention: the traced IR is decided by each hook's code and by
 # the values tracing reads (closure cells, the globals it names, defaults),
@@ -149,11 +157,12 @@ def read_captures(functions, extras, bindings=None):
 # caller traces again and keys by the IR. This is the rule FlexAttention
 # gets from Dynamo's guards: a changed closure constant is a new kernel.
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
-
 _STABLE_MODULES = ("flashtile", "torch", "math", "builtins", "operator")
+
 
 class _Unguardable(Exception):
     pass
+
 
 @functools.lru_cache(maxsize=None)
 def _code_names(code):
@@ -165,6 +174,7 @@ def _code_names(code):
         if isinstance(const, types.CodeType):
             names.update(_code_names(const))
     return tuple(sorted(names))
+
 
 def _guard_value(value, names, state, depth):
     if isinstance(value, _PLAIN):
@@ -202,6 +212,7 @@ def _guard_value(value, names, state, depth):
             for k, v in value.items())))
     raise _Unguardable
 
+
 def _guard_function(fn, state, depth):
     code = fn.__code__
     names = _code_names(code)
@@ -217,6 +228,7 @@ def _guard_function(fn, state, depth):
     defaults = _guard_value(fn.__defaults__, names, state, depth)
     kwdefaults = _guard_value(fn.__kwdefaults__, names, state, depth)
     return (code, tuple(cells), globals_, defaults, kwdefaults)
+
 
 def trace_guard(functions, bindings=None):
     """A hashable digest of everything tracing the hook `functions` (None

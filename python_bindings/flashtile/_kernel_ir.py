@@ -15,6 +15,7 @@ from ._captures import (_ScalarArg, _TensorArg, _captured, tensor_dtype)
 
 _DTYPES = {"float32": _F32, "int32": _I32}
 
+
 class _Kernel:
     """The extra arguments of one kernel, shared by its hooks."""
 
@@ -79,13 +80,16 @@ class _Kernel:
         bound.__kwdefaults__ = fn.__kwdefaults__
         return bound
 
+
 # The parameters of each hook kind, as FlexAttention names them.
 _SIGNATURES = {"score_mod": "(score, b, h, q_idx, kv_idx)",
                "mask_mod": "(b, h, q_idx, kv_idx)", "sink": "(b, h)"}
 
+
 def _definition(fn):
     code = getattr(fn, "__code__", None)
     return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+
 
 def _check_hook(fn, what, arity):
     """`fn` is a Python function that takes the `arity` arguments of hook
@@ -109,6 +113,7 @@ def _check_hook(fn, what, arity):
         raise FlashTileError(
             f"{_definition(fn)}: {what} {fn.__name__} must take "
             f"{signature}{hint}") from None
+
 
 def _trace(kernel, fn, params, result_type, what, captures):
     _check_hook(fn, what, len(params))
@@ -164,6 +169,7 @@ def _trace(kernel, fn, params, result_type, what, captures):
     body.append(f"  attn.yield {result.name} : {result_type}")
     return body
 
+
 def check_window(window):
     """`window` as a (left, right) tuple of ints, or None; a FlashTileError
     that shows the form otherwise (window=512 is not a window)."""
@@ -182,6 +188,7 @@ def check_window(window):
             f"of 512 keys; got {window!r}")
     return (left, right)
 
+
 def kernel_rules():
     """The kernel rules front ends trace by (flashtile/ABI/KernelRules.h:
     the attention dtypes, head-dim padding, the default scale), from the
@@ -195,9 +202,11 @@ def kernel_rules():
             f"does not import: {e}") from None
     return _runtime
 
+
 def attention_dtypes():
     """The element types of Q, K, V and O ("f16", "bf16")."""
     return kernel_rules().ATTENTION_DTYPES
+
 
 def check_dtype(dtype):
     """A FlashTileError unless `dtype` is an attention element type."""
@@ -207,8 +216,10 @@ def check_dtype(dtype):
             f"dtype must be one of {', '.join(repr(n) for n in names)}, got "
             f"{dtype!r}")
 
+
 # The argument name of a paged kernel's block table (kernel_ir(paged=True)).
 PAGE_TABLE = "block_table"
+
 
 def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,

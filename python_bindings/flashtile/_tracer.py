@@ -19,12 +19,14 @@ _F32, _INDEX, _I1, _I32 = "f32", "index", "i1", "i32"
 
 _HERE = __file__.rsplit("/", 1)[0]
 
+
 def _is_library_file(filename):
     """Whether `filename` is this package's or torch's: frames a user's
     hook runs through (torch.nn.functional, torch.overrides) but did not
     write."""
     return (filename.startswith(_HERE) or "/torch/" in filename
             or filename.startswith("<frozen "))
+
 
 def _user_frame_summary(frames=None):
     """The innermost frame (of `frames`, else of the stack) outside this
@@ -33,13 +35,16 @@ def _user_frame_summary(frames=None):
     return next((f for f in reversed(frames)
                  if not _is_library_file(f.filename)), None)
 
+
 def _user_frame(frames=None):
     """file:line of the innermost frame outside this package and torch."""
     frame = _user_frame_summary(frames)
     return f"{frame.filename}:{frame.lineno}" if frame else "<unknown>"
 
+
 def _fail(message):
     raise FlashTileError(f"{_user_frame()}: {message}")
+
 
 class Scalar:
     """A run-time scalar argument: `flashtile.scalar(512)` captured by a
@@ -84,9 +89,11 @@ class Scalar:
     del _name, _on_value
     __hash__ = object.__hash__
 
+
 def scalar(value, name=None):
     """Marks a number a hook captures as a run-time scalar argument."""
     return Scalar(value, name)
+
 
 def _on_tensors(name, args):
     """Outside tracing, a hook function called on tensors (FlexAttention
@@ -99,6 +106,7 @@ def _on_tensors(name, args):
         float(a) if isinstance(a, Scalar) else a, device=like.device)
         for a in args]
     return getattr(torch, name)(*args)
+
 
 class _Region:
     """The body of one hook being traced."""
@@ -131,6 +139,7 @@ class _Region:
                 f"arith.constant {literal}{typed}", type_)
         return self.constants[key]
 
+
 def _float_literal(value):
     value = float(value)
     if math.isnan(value) or math.isinf(value):
@@ -146,13 +155,16 @@ def _float_literal(value):
         mantissa += ".0"
     return mantissa + e + exponent
 
+
 _current = []
+
 
 def _region():
     if not _current:
         _fail("flashtile hook functions (tanh, where, seqlen_q, ...) work "
               "only while a hook is traced")
     return _current[-1]
+
 
 class Value:
     """A symbolic value of a hook: f32, index or i1."""
@@ -252,6 +264,7 @@ class Value:
 
     __hash__ = None
 
+
 def _lift(x, region, like=None):
     """`x` as a Value of `region`: numbers become constants (f32 for a
     float, or an int next to an f32; index otherwise)."""
@@ -275,6 +288,7 @@ def _lift(x, region, like=None):
     _fail(f"a hook cannot compute with {type(x).__name__} values (numbers, "
           f"hook values and captured tensors only)")
 
+
 def _operands(a, b):
     region = (a.region if isinstance(a, Value) else
               b.region if isinstance(b, Value) else _region())
@@ -283,6 +297,7 @@ def _operands(a, b):
     a = _lift(a, region, tb)
     b = _lift(b, region, ta)
     return region, a, b
+
 
 def to_float(x):
     """An index (or a number) as f32."""
@@ -297,6 +312,7 @@ def to_float(x):
     i32 = region.emit(f"arith.index_cast {x.name} : index to i32", _I32)
     return region.emit(f"arith.sitofp {i32.name} : i32 to f32", _F32)
 
+
 def to_index(x):
     """An f32 (truncated toward zero) as an index."""
     if _is_tensor(x) and not _current:
@@ -310,6 +326,7 @@ def to_index(x):
     i32 = region.emit(f"arith.fptosi {x.name} : f32 to i32", _I32)
     return region.emit(f"arith.index_cast {i32.name} : i32 to index", _INDEX)
 
+
 def _unify(region, a, b):
     if a.type == b.type:
         return a, b
@@ -317,10 +334,11 @@ def _unify(region, a, b):
         return to_float(a), to_float(b)
     _fail(f"cannot combine {a.type} and {b.type}")
 
-_FLOAT_OPS = {"add": "addf", "sub": "subf", "mul": "mulf", "div": "divf"}
 
+_FLOAT_OPS = {"add": "addf", "sub": "subf", "mul": "mulf", "div": "divf"}
 _INDEX_OPS = {"add": "addi", "sub": "subi", "mul": "muli",
               "floordiv": "floordivsi", "mod": "remsi"}
+
 
 def _arith(op, a, b):
     region, a, b = _operands(a, b)
@@ -339,11 +357,12 @@ def _arith(op, a, b):
     return region.emit(f"arith.{_INDEX_OPS[op]} {a.name}, {b.name} : index",
                        _INDEX)
 
+
 _CMP_I = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq",
           "ne": "ne"}
-
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq",
           "ne": "une"}
+
 
 def _compare(op, a, b):
     region, a, b = _operands(a, b)
@@ -359,11 +378,13 @@ def _compare(op, a, b):
     return region.emit(
         f"arith.cmpi {_CMP_I[op]}, {a.name}, {b.name} : index", _I1)
 
+
 def _logic(op, a, b):
     region, a, b = _operands(a, b)
     if a.type != _I1 or b.type != _I1:
         _fail(f"&, | and ^ take conditions, got {a.type} and {b.type}")
     return region.emit(f"arith.{op} {a.name}, {b.name} : i1", _I1)
+
 
 def where(cond, a, b):
     """`a` where `cond` holds, else `b` (arith.select)."""
@@ -378,6 +399,7 @@ def where(cond, a, b):
     return region.emit(
         f"arith.select {cond.name}, {a.name}, {b.name} : {a.type}", a.type)
 
+
 def _unary_f32(op):
     def fn(x):
         on_tensors = _on_tensors(op, (x,))
@@ -390,29 +412,20 @@ def _unary_f32(op):
     fn.__doc__ = f"math.{op} of a float (an index converts)."
     return fn
 
+
 tanh = _unary_f32("tanh")
-
 exp = _unary_f32("exp")
-
 exp2 = _unary_f32("exp2")
-
 log = _unary_f32("log")
-
 log2 = _unary_f32("log2")
-
 sqrt = _unary_f32("sqrt")
-
 rsqrt = _unary_f32("rsqrt")
-
 erf = _unary_f32("erf")
-
 sin = _unary_f32("sin")
-
 cos = _unary_f32("cos")
-
 floor = _unary_f32("floor")
-
 ceil = _unary_f32("ceil")
+
 
 def abs(x):  # noqa: A001 - mirrors Python's abs for hook values
     """|x|: math.absf on floats, math.absi on indices."""
@@ -426,6 +439,7 @@ def abs(x):  # noqa: A001 - mirrors Python's abs for hook values
         return region.emit(f"math.absi {x.name} : index", _INDEX)
     _fail(f"abs takes a number, got {x.type}")
 
+
 def pow(x, y):  # noqa: A001
     """x ** y on floats (math.powf)."""
     on_tensors = _on_tensors("pow", (x, y))
@@ -434,6 +448,7 @@ def pow(x, y):  # noqa: A001
     region, x, y = _operands(x, y)
     x, y = to_float(x), to_float(y)
     return region.emit(f"math.powf {x.name}, {y.name} : f32", _F32)
+
 
 def _minmax(which):
     def fn(a, b):
@@ -450,9 +465,10 @@ def _minmax(which):
     fn.__name__ = f"{which}imum"
     return fn
 
-minimum = _minmax("min")
 
+minimum = _minmax("min")
 maximum = _minmax("max")
+
 
 def _size(name):
     def fn():
@@ -462,15 +478,13 @@ def _size(name):
     fn.__doc__ = f"The run-time {name} (attn.size)."
     return fn
 
+
 seqlen_q = _size("seqlen_q")
-
 seqlen_k = _size("seqlen_k")
-
 heads_q = _size("heads_q")
-
 heads_kv = _size("heads_kv")
-
 batch_size = _size("batch")
+
 
 class _AsValue:
     """A captured argument in arithmetic, as the hook value of
@@ -494,9 +508,11 @@ class _AsValue:
     del _name, _op
     __hash__ = None
 
+
 def _is_tensor(x):
     return (hasattr(x, "data_ptr") and hasattr(x, "dtype")
             and hasattr(x, "shape") and not isinstance(x, type))
+
 
 def _clamp(x, min=None, max=None):  # noqa: A002 - torch's names
     if min is not None:
@@ -505,11 +521,14 @@ def _clamp(x, min=None, max=None):  # noqa: A002 - torch's names
         x = minimum(x, max)
     return x
 
+
 def _sigmoid(x):
     return 1.0 / (1.0 + exp(-to_float(x)))
 
+
 def _relu(x, inplace=False):
     return maximum(x, 0)  # 0 takes x's type
+
 
 # torch functions a hook may call on hook values, by __name__.
 _TORCH_FUNCTIONS = {

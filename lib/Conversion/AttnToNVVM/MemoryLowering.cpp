@@ -12,6 +12,27 @@ using namespace flashtile;
 using namespace flashtile::attn;
 using namespace flashtile::attn::lowering;
 
+/// One 16-byte cp.async.cg chunk from global `from` to shared `to`, of
+/// which the first `bytes` are read and the rest zero-filled.
+static void emitCopyChunk(RewriterBase &rewriter, Location loc, Value to,
+                          Value from, Value bytes) {
+  NVVM::CpAsyncOp::create(
+      rewriter, loc, to, from, rewriter.getI32IntegerAttr(kCopyChunkBytes),
+      NVVM::LoadCacheModifierKindAttr::get(rewriter.getContext(),
+                                           NVVM::LoadCacheModifierKind::CG),
+      bytes);
+}
+
+/// `body` for this thread's chunk of `step` of `walk`: under a branch when
+/// some threads have none in that step.
+static void emitStep(RewriterBase &rewriter, Location loc, TileChunkWalk &walk,
+                     int64_t step, llvm::function_ref<void()> body) {
+  if (walk.isPartial(step))
+    emitIf(rewriter, loc, walk.isActive(step), body);
+  else
+    body();
+}
+
 namespace {
 
 /// A buffer is the dynamic shared memory plus its allocated offset.
@@ -147,17 +168,9 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
         }
         Value to = e.gep(slotBase, walk.smemOffset(step));
         Value bytes = e.select(inRange, e.i32(kCopyChunkBytes), e.i32(0));
-        NVVM::CpAsyncOp::create(
-            rewriter, loc, to, from,
-            rewriter.getI32IntegerAttr(kCopyChunkBytes),
-            NVVM::LoadCacheModifierKindAttr::get(
-                rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
-            bytes);
+        emitCopyChunk(rewriter, loc, to, from, bytes);
       };
-      if (walk.isPartial(step))
-        emitIf(rewriter, loc, walk.isActive(step), copyChunk);
-      else
-        copyChunk();
+      emitStep(rewriter, loc, walk, step, copyChunk);
     }
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
@@ -212,17 +225,9 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
         offset = e.select(inRange, offset, e.i64(0));
         Value from = e.gep(base, e.mul64(offset, e.i64(elementBytes)));
         Value to = e.gep(slotBase, walk.smemOffset(step));
-        NVVM::CpAsyncOp::create(
-            rewriter, loc, to, from,
-            rewriter.getI32IntegerAttr(kCopyChunkBytes),
-            NVVM::LoadCacheModifierKindAttr::get(
-                rewriter.getContext(), NVVM::LoadCacheModifierKind::CG),
-            bytes);
+        emitCopyChunk(rewriter, loc, to, from, bytes);
       };
-      if (walk.isPartial(step))
-        emitIf(rewriter, loc, walk.isActive(step), copyChunk);
-      else
-        copyChunk();
+      emitStep(rewriter, loc, walk, step, copyChunk);
     }
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
@@ -232,8 +237,9 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
 
 /// An accumulator tile into a 2-d extra tensor, each thread its own
 /// elements at the coordinates of the C fragment table, with no shared
-/// memory: a store, or with `accumulate` an atomic add (red.global.add),
-/// for the elements inside the tensor.
+/// memory: a store, or with `accumulate` an atomic add (an atomicrmw the
+/// NVPTX backend emits as atom.global.add), for the elements inside the
+/// tensor.
 struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 

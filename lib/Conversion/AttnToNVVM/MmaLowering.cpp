@@ -192,6 +192,10 @@ static void accumulate(Emitter &e, const MmaInstruction &instr,
 
 namespace {
 
+/// Bits of one 16-byte chunk, the unit the swizzle and ldmatrix rows
+/// address in.
+constexpr int64_t kChunkBits = 8 * kCopyChunkBytes;
+
 /// Where the four 8 x 8 b16 blocks of one ldmatrix.x4 lie in the stored
 /// tile, as (row, 16-byte chunk) offsets of block q = 2 q1 + q0 from block
 /// 0: `bit0` is the offset q0 adds, `bit1` the one q1 adds. Every operand's
@@ -206,7 +210,7 @@ struct LdmatrixBlocks {
 /// loaded with .trans) its columns.
 LdmatrixBlocks getABlocks(MmaShape shape, int64_t bits, bool transposed) {
   MmaFragment a(shape, MmaOperand::A, bits);
-  int64_t chunk = 128 / bits;
+  int64_t chunk = kChunkBits / bits;
   auto at = [&](int64_t q) -> std::pair<int64_t, int64_t> {
     auto [row, col] = a.getRegisterOrigin(q);
     return transposed ? std::make_pair(col, row / chunk)
@@ -226,7 +230,7 @@ LdmatrixBlocks getABlocks(MmaShape shape, int64_t bits, bool transposed) {
 LdmatrixBlocks getBBlocks(const MmaInstruction &instr, bool transposed) {
   MmaFragment b(instr.shape, MmaOperand::B, instr.bBits);
   assert(b.getRegistersPerLane() == 2 && "B is two registers per n-tile");
-  int64_t chunk = 128 / instr.bBits;
+  int64_t chunk = kChunkBits / instr.bBits;
   auto at = [&](int64_t q) -> std::pair<int64_t, int64_t> {
     auto [row, col] = b.getRegisterOrigin(q % 2);
     col += instr.shape.n * (q / 2);
@@ -317,7 +321,7 @@ struct LoadFragLowering : public AttnOpLoweringPattern<LoadFragOp> {
                      getABlocks(*shape, bits, /*transposed=*/false),
                      [&] { return warpRow; }, Value(), getB16Columns(srcType),
                      /*fusedRows=*/true);
-    int64_t kChunks = kStep * bits / 128;
+    int64_t kChunks = kStep * bits / kChunkBits;
     SmallVector<Value> values(layout.numValues(type));
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t k = 0; k < kTiles; ++k) {
@@ -364,7 +368,7 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
             kTiles = k / mma.shape.k;
     int64_t perTile = FragmentLayout::accValuesPerTile(dType);
     // 16-byte chunks one k-step spans; 16-row (b16) blocks of N or M.
-    int64_t kChunks = mma.shape.k * mma.aBits / 128;
+    int64_t kChunks = mma.shape.k * mma.aBits / kChunkBits;
     bool aInRegs = isa<FragType>(op.getA().getType());
     bool transposeA = op.getTransposeA(), transposeB = op.getTransposeB();
 

@@ -39,6 +39,10 @@ constexpr int64_t kTraceBase = 4000;
 
 } // namespace
 
+bool attn::isAsyncCopy(Operation *op) {
+  return isa<CopyAsyncOp, CopyTileOp>(op);
+}
+
 SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
   SmallVector<SharedAccess> accesses;
   if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
@@ -221,7 +225,7 @@ void SyncChecker::Impl::access(Operation *op, const SharedAccess &a) {
       if (groups[g].bytes.overlaps(bytes))
         report(Kind::WriteOverCopy, op, groups[g].copy, a.buffer, slot,
                g >= complete, groups[g].time, g);
-    bool async = isa<CopyAsyncOp, CopyTileOp>(op);
+    bool async = isAsyncCopy(op);
     if (async)
       groups.push_back({op, bytes, time});
     // Contents this write covers are gone.

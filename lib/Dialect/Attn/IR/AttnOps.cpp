@@ -748,29 +748,39 @@ Type MmaOp::getAElementType() {
   return cast<MemRefType>(getA().getType()).getElementType();
 }
 
-/// The (rows, columns) of A's tile as the block holds it, before any
-/// transpose: the fragment's shape, or one slot of the buffer.
-static std::pair<int64_t, int64_t> getStoredShape(Type type) {
-  if (auto frag = dyn_cast<FragType>(type))
-    return {frag.getDimSize(0), frag.getDimSize(1)};
-  auto buffer = cast<MemRefType>(type);
-  return {buffer.getDimSize(1), buffer.getDimSize(2)};
+std::array<int64_t, 3> MmaOp::getProductShape(Type a, MemRefType b,
+                                              bool transposeA,
+                                              bool transposeB,
+                                              int64_t kvWarps) {
+  // A's tile as the block holds it, before any transpose: the fragment's
+  // shape, or one slot of the buffer.
+  int64_t rows, cols;
+  if (auto frag = dyn_cast<FragType>(a)) {
+    rows = frag.getDimSize(0);
+    cols = frag.getDimSize(1);
+  } else {
+    auto buffer = cast<MemRefType>(a);
+    rows = buffer.getDimSize(1);
+    cols = buffer.getDimSize(2);
+  }
+  int64_t n = transposeB ? b.getDimSize(1) / kvWarps : b.getDimSize(2);
+  return transposeA ? std::array<int64_t, 3>{cols, rows, n}
+                    : std::array<int64_t, 3>{rows, cols, n};
 }
 
 int64_t MmaOp::getM() {
-  auto [rows, cols] = getStoredShape(getA().getType());
-  return getTransposeA() ? cols : rows;
+  return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
+                         getTransposeB(), getKvWarps(*this))[0];
 }
 
 int64_t MmaOp::getK() {
-  auto [rows, cols] = getStoredShape(getA().getType());
-  return getTransposeA() ? rows : cols;
+  return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
+                         getTransposeB(), getKvWarps(*this))[1];
 }
 
 int64_t MmaOp::getN() {
-  MemRefType b = getB().getType();
-  return getTransposeB() ? b.getDimSize(1) / getKvWarps(*this)
-                         : b.getDimSize(2);
+  return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
+                         getTransposeB(), getKvWarps(*this))[2];
 }
 
 LogicalResult MmaOp::verify() {

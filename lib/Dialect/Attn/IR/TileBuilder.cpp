@@ -128,26 +128,19 @@ Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
                        const MmaOptions &options, const char *file,
                        unsigned line) {
   Location here = at(file, line);
-  auto shape = [](Type type) -> std::pair<int64_t, int64_t> {
-    if (auto frag = dyn_cast<FragType>(type))
-      return {frag.getDimSize(0), frag.getDimSize(1)};
-    auto buffer = cast<MemRefType>(type);
-    return {buffer.getDimSize(1), buffer.getDimSize(2)};
-  };
-  auto [aRows, aCols] = shape(a.getType());
-  int64_t m = options.transposeA ? aCols : aRows;
   auto bType = cast<MemRefType>(bBuffer.getType());
   ConfigAttr config = kernel.getConfigAttr();
-  int64_t kvWarps = config ? config.getKvWarps() : 1;
-  int64_t n = options.transposeB ? bType.getDimSize(1) / kvWarps
-                                 : bType.getDimSize(2);
+  std::array<int64_t, 3> mkn = MmaOp::getProductShape(
+      a.getType(), bType, options.transposeA, options.transposeB,
+      config ? config.getKvWarps() : 1);
   Type accType = options.accType;
   if (acc)
     accType = cast<FragType>(acc.getType()).getElementType();
   if (!accType)
     accType = bType.getElementType().isInteger(8) ? Type(b.getI32Type())
                                                    : Type(b.getF32Type());
-  auto type = FragType::get(b.getContext(), {m, n}, accType, FragLayout::Acc);
+  auto type = FragType::get(b.getContext(), {mkn[0], mkn[2]}, accType,
+                            FragLayout::Acc);
   return MmaOp::create(b, here, type, a, options.aTile, bBuffer, bTile, acc,
                        options.transposeA, options.transposeB, options.kBegin,
                        options.kEnd);

@@ -150,8 +150,7 @@ struct AttnInsertBarriersPass
       }
       Operation *at = aboveOperandArith(access);
       Operation *prev = at->getPrevNode();
-      while (prev && ((isa<CopyAsyncOp, CopyTileOp>(prev) &&
-                       !needed.contains(prev)) ||
+      while (prev && ((isAsyncCopy(prev) && !needed.contains(prev)) ||
                       isa<arith::ArithDialect>(prev->getDialect())))
         prev = prev->getPrevNode();
       if (prev && isa<BarrierOp>(prev))

@@ -60,6 +60,11 @@ struct SharedAccess {
 /// share.
 llvm::SmallVector<SharedAccess> getSharedAccesses(mlir::Operation *op);
 
+/// True for the ops that commit one cp.async group (attn.copy_async,
+/// attn.copy_tile): their writes land only once an attn.async_wait counts
+/// them complete.
+bool isAsyncCopy(mlir::Operation *op);
+
 /// One race of a tile program, found on some trace.
 struct SyncHazard {
   enum class Kind {

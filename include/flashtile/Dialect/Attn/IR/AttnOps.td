@@ -617,6 +617,13 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
     int64_t getM();
     int64_t getK();
     int64_t getN();
+    /// {M, K, N} of A (a fragment or a buffer, stored transposed with
+    /// `transposeA`) times B's buffer (stored [N][K] with `transposeB`),
+    /// with `kvWarps` KV warps splitting B's buffer rows: what the
+    /// verifier checks and the builder infers the result from.
+    static std::array<int64_t, 3> getProductShape(
+        ::mlir::Type a, ::mlir::MemRefType b, bool transposeA,
+        bool transposeB, int64_t kvWarps);
     /// The slice [begin, end) of K the product runs over.
     std::pair<int64_t, int64_t> getKRange() {
       int64_t end = static_cast<int64_t>(getKEnd());
