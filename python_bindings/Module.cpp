@@ -448,6 +448,10 @@ PYBIND11_MODULE(_runtime, m) {
   for (plan::DType d : flashtile::abi::kAttentionDTypes)
     dtypes.append(plan::stringifyDType(d));
   m.attr("ATTENTION_DTYPES") = py::tuple(dtypes);
+  py::list sizes;
+  for (const char *size : flashtile::abi::kSizeNames)
+    sizes.append(size);
+  m.attr("SIZE_NAMES") = py::tuple(sizes);
   m.def("padded_head_dim", &flashtile::abi::getPaddedHeadDim, py::arg("head_dim"),
         "The head dim as shared buffers and fragments hold it.");
   m.def("default_softmax_scale", &flashtile::abi::getDefaultSoftmaxScale,

@@ -164,6 +164,20 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(extras, [])
         self.assertIn("arith.constant 512 : index", ir)
 
+    def test_size_functions_are_the_kernel_rules(self):
+        # The sizes hooks read are the kernel rules' (the C++ list,
+        # flashtile/ABI/KernelRules.h, through the runtime extension): each
+        # function traces one of them, and each of them has its function.
+        from flashtile import _runtime
+        traced = set()
+        for fn in (flashtile.seqlen_q, flashtile.seqlen_k, flashtile.heads_q,
+                   flashtile.heads_kv, flashtile.batch_size):
+            def score_mod(score, b, h, q, k, fn=fn):
+                return score + flashtile.to_float(fn())
+            ir, _ = kernel_ir("size", 64, score_mod=score_mod)
+            traced.add(ir.split('attn.size "')[1].split('"')[0])
+        self.assertEqual(traced, set(_runtime.SIZE_NAMES))
+
     def test_sizes_pow_and_two_hooks(self):
         def mod(score, b, h, q_idx, kv_idx):
             return score * flashtile.pow(2.0, flashtile.seqlen_k() - kv_idx)

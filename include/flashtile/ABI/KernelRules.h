@@ -37,6 +37,24 @@ inline std::string getAttentionDTypeList() {
   return list;
 }
 
+/// The run-time sizes a kernel's tensors are declared over (#attn.tensor):
+/// this list owns their names. The dialect checks declarations and
+/// attn.size against it, the kernel ABI names its parameters and launch-plan
+/// sizes after it, and Python reads it through its runtime extension
+/// (SIZE_NAMES). A sequence tensor's rows and heads are those of one side.
+inline constexpr const char *kBatchSize = "batch";
+struct SequenceSide {
+  const char *rows;
+  const char *heads;
+};
+inline constexpr SequenceSide kQuerySide{"seqlen_q", "heads_q"};
+inline constexpr SequenceSide kKeySide{"seqlen_k", "heads_kv"};
+inline constexpr SequenceSide kSequenceSides[] = {kQuerySide, kKeySide};
+/// Every size a hook may read (attn.size), in this order.
+inline constexpr const char *kSizeNames[] = {
+    kBatchSize, kQuerySide.rows, kKeySide.rows, kQuerySide.heads,
+    kKeySide.heads};
+
 /// Bytes of one chunk the kernels move between global and shared memory
 /// (one cp.async.cg, one 128-bit epilogue load or store). Rows the kernels
 /// copy must therefore start 16-byte aligned, which the launch plan

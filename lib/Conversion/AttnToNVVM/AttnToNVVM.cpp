@@ -36,11 +36,7 @@ void attn::populateAttnTypeConversions(LLVMTypeConverter &converter,
     auto space = dyn_cast_or_null<IntegerAttr>(type.getMemorySpace());
     if (space && space.getInt() == kSharedMemorySpace)
       return LLVM::LLVMPointerType::get(ctx, 3);
-    if (type.getRank() == 4)
-      return lowering::getTensorDescType(ctx);
-    if (type.getRank() == 3 && type.getElementType().isF32())
-      return lowering::getLseDescType(ctx);
-    return std::nullopt;
+    return lowering::getGlobalTensorDescType(ctx, type.getRank());
   });
 }
 
@@ -58,7 +54,8 @@ void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
 /// What the sm80 lowering needs before it starts; each failure is an error
 /// at the kernel.
 static LogicalResult checkLowerable(KernelOp kernel) {
-  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+  if (failed(checkCodePathImplemented(kernel, kernel.getArch())) ||
+      failed(verifyAttentionTensors(kernel)))
     return failure();
   if (!kernel.getConfigAttr() || !kernel.getSmemBytes() ||
       !kernel.getBodyBlock().getOps<AttentionOp>().empty())
@@ -99,8 +96,8 @@ struct ConvertAttnToNVVMPass
       // parameters; the lowering knows the tensor by its index (the
       // kernel's block arguments are gone by then).
       auto stampExtraArg = [&](Operation *op, Value tensor) {
-        unsigned index = cast<BlockArgument>(tensor).getArgNumber() -
-                         KernelOp::kNumTensors;
+        int64_t index = kernel.getExtraArgIndex(tensor);
+        assert(index >= 0 && "the op's verifier requires an extra argument");
         op->setAttr(lowering::kExtraArgAttrName,
                     IntegerAttr::get(IntegerType::get(ctx, 64), index));
       };

@@ -47,8 +47,8 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
                    ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
                    : e.i32(0);
   Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value seqlenQ = func.getArgument(kParamSeqlenQ);
-  Value seqlenK = func.getArgument(kParamSeqlenK);
+  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
+  Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
   int64_t tileM = ranges.getTileM(), tileN = ranges.getTileN();
   KVTiling tiling = getTiling(kernel, ranges);
   Value nTiles = e.ceilDiv(seqlenK, tileN);
@@ -142,8 +142,8 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
                    ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
                    : e.i32(0);
   Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value seqlenQ = func.getArgument(kParamSeqlenQ);
-  Value seqlenK = func.getArgument(kParamSeqlenK);
+  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
+  Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
   Value mTiles = e.ceilDiv(seqlenQ, ranges.getTileM());
   Block *entry = b.getInsertionBlock();
   Block *start = b.createBlock(&func.getBody(), func.getBody().end());

@@ -50,7 +50,6 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
   Emitter e(b, loc);
   using P = LLVM::ICmpPredicate;
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  auto arg = [&](unsigned index) { return func.getArgument(index); };
 
   Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
   Operation *anchor = tid.getDefiningOp();
@@ -60,7 +59,8 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
                     e.udiv(tid, kWarpSize));
   Value rows = getSplitRowsParam(anchor);
   Value splits = getKVSplitsParam(anchor);
-  Value seqlenQ = arg(kParamSeqlenQ), headsQ = arg(kParamHeadsQ);
+  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows),
+        headsQ = getKernelParam(func, abi::kQuerySide.heads);
   auto vType = cast<MemRefType>(kernel.getV().getType());
   int64_t headDimV = vType.getDimSize(3);
   int64_t cols = getPaddedHeadDim(headDimV);
@@ -151,11 +151,12 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
           return next;
         });
 
-    Value oDesc = func.getArgument(kParamO);
+    Value oDesc = getKernelParam(func, "o");
     Value base = e.add64(
-        e.add64(e.mul64(e.sext64(batch), arg(kParamFirstStride + 9)),
-                e.mul64(e.sext64(position), arg(kParamFirstStride + 10))),
-        e.mul64(e.sext64(head), arg(kParamFirstStride + 11)));
+        e.add64(
+            e.mul64(e.sext64(batch), getKernelParam(func, "o.stride_batch")),
+            e.mul64(e.sext64(position), getKernelParam(func, "o.stride_seq"))),
+        e.mul64(e.sext64(head), getKernelParam(func, "o.stride_head")));
     for (int64_t k = 0; k < steps; ++k) {
       Value column = e.mul(pairIndex[k], 2);
       emitIf(b, loc, e.slt(column, e.i32(headDimV)), [&] {
@@ -167,11 +168,13 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
     }
     emitIf(b, loc, e.cmp(P::eq, lane, e.i32(0)), [&] {
       Value element = e.add64(
-          e.add64(e.mul64(e.sext64(batch), arg(kParamLseStrideBatch)),
-                  e.mul64(e.sext64(head), arg(kParamLseStrideHead))),
+          e.add64(e.mul64(e.sext64(batch),
+                          getKernelParam(func, "lse.stride_batch")),
+                  e.mul64(e.sext64(head),
+                          getKernelParam(func, "lse.stride_head"))),
           e.sext64(position));
       LLVM::StoreOp::create(b, loc, total,
-                            e.gep(arg(kParamLse), e.mul64(element, e.i64(4))),
+                            e.gep(getKernelParam(func, "lse"), e.mul64(element, e.i64(4))),
                             /*alignment=*/4);
     });
   });

@@ -3,6 +3,8 @@
 #include "HookEmitter.h"
 #include "LoweringUtils.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
@@ -143,10 +145,12 @@ struct EpilogueContextT {
 private:
   /// The element offset of the LSE row of (batch, `head`).
   Value lseRowsOf(Value head) {
-    Value lseDesc = adaptor.getLse();
-    return e.add64(e.mul64(e.sext64(adaptor.getBatch()),
-                           e.extract(lseDesc, kLseStrideBatch)),
-                   e.mul64(e.sext64(head), e.extract(lseDesc, kLseStrideHead)));
+    // A (batch, heads, rows) tensor.
+    MemRefDescriptor lse(adaptor.getLse());
+    OpBuilder &b = e.builder();
+    return e.add64(
+        e.mul64(e.sext64(adaptor.getBatch()), lse.stride(b, e.location(), 0)),
+        e.mul64(e.sext64(head), lse.stride(b, e.location(), 1)));
   }
   /// What every LSE store shares, emitted once: the block head's row
   /// (unpacked), the pointer and whether the thread leads its quad.
@@ -155,7 +159,8 @@ private:
       return;
     if (!ctx.packed())
       lseBase = lseRowsOf(adaptor.getHead());
-    lsePtr = e.extract(adaptor.getLse(), kLsePtr);
+    lsePtr = MemRefDescriptor(adaptor.getLse())
+                 .alignedPtr(e.builder(), e.location());
     quadLeader = e.cmp(LLVM::ICmpPredicate::eq, ctx.thread().t, e.i32(0));
   }
 
@@ -329,9 +334,9 @@ private:
           getQueryTiles(e, op));
       Value rowIndex = e.add(
           e.mul(e.add(e.mul(ep.adaptor.getBatch(),
-                            getKernelParam(op, kParamHeadsQ)),
+                            getKernelParam(op, abi::kQuerySide.heads)),
                       head),
-                getKernelParam(op, kParamSeqlenQ)),
+                getKernelParam(op, abi::kQuerySide.rows)),
           position);
       Value entry = e.add64(e.mul64(e.sext64(split),
                                     e.sext64(getSplitRowsParam(op))),

@@ -353,12 +353,9 @@ Value HookEmitter::size(SizeOp op) {
   StringRef name = op.getName();
   if (name == "batch")
     return getBatchParam(anchor);
-  unsigned param = llvm::StringSwitch<unsigned>(name)
-                       .Case("seqlen_q", kParamSeqlenQ)
-                       .Case("seqlen_k", kParamSeqlenK)
-                       .Case("heads_q", kParamHeadsQ)
-                       .Case("heads_kv", kParamHeadsKV);
-  return getKernelParam(anchor, param);
+  // The other sizes are the tensors' (attn.size's verifier holds hooks to
+  // them).
+  return getKernelParam(anchor, name);
 }
 
 Value HookEmitter::emitOp(Operation &op) {

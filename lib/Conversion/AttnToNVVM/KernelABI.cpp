@@ -66,26 +66,93 @@ Expr flashtile::getSeqlenK(KernelOp kernel) {
                                      Expr::named(kPageSizeSize)});
 }
 
+/// The sizes the tensors are declared over, as KernelABI.h orders them: the
+/// rows sizes first, then the heads sizes, each once.
+static std::vector<std::string> getTensorSizeNames(KernelOp kernel) {
+  std::vector<std::string> names;
+  SmallVector<TensorAttr> decls = kernel.getTensorDecls();
+  for (bool heads : {false, true})
+    for (TensorAttr decl : decls) {
+      std::string name =
+          (heads ? decl.getHeads() : decl.getRows()).getValue().str();
+      if (!llvm::is_contained(names, name))
+        names.push_back(name);
+    }
+  return names;
+}
+
+/// The strides a sequence tensor passes: all but its contiguous last one.
+static const char *const kRank4StrideNames[] = {"batch", "seq", "head"};
+static const char *const kRank3StrideNames[] = {"batch", "head"};
+
+static int64_t getTensorRank(KernelOp kernel, unsigned i) {
+  return cast<MemRefType>(kernel.getBodyBlock().getArgument(i).getType())
+      .getRank();
+}
+
+std::vector<TensorParams> flashtile::getTensorParams(KernelOp kernel) {
+  SmallVector<TensorAttr> decls = kernel.getTensorDecls();
+  std::vector<std::string> sizes = getTensorSizeNames(kernel);
+  auto sizeIndex = [&](StringAttr name) {
+    return static_cast<int64_t>(decls.size()) +
+           (llvm::find(sizes, name.getValue().str()) - sizes.begin());
+  };
+  std::vector<TensorParams> tensors;
+  int64_t nextStride = decls.size() + sizes.size();
+  for (auto [i, decl] : llvm::enumerate(decls)) {
+    TensorParams t;
+    t.name = decl.getName().getValue().str();
+    t.rank = getTensorRank(kernel, i);
+    t.pointer = i;
+    t.rows = sizeIndex(decl.getRows());
+    t.heads = sizeIndex(decl.getHeads());
+    for (int64_t d = 0; d + 1 < t.rank; ++d)
+      t.strides.push_back(nextStride++);
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+TensorParams flashtile::getTensorParams(KernelOp kernel, StringRef name) {
+  for (TensorParams &t : getTensorParams(kernel))
+    if (t.name == name)
+      return t;
+  llvm_unreachable("the kernel declares no tensor of this name");
+}
+
+int64_t flashtile::getNumTensorParams(KernelOp kernel) {
+  std::vector<TensorParams> tensors = getTensorParams(kernel);
+  // The scale follows the last tensor's strides.
+  return tensors.back().strides.back() + 2;
+}
+
 std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   using K = ParamSource::Kind;
   std::vector<plan::Param> params;
-  for (const char *t : {"q", "k", "v", "o", "lse"})
-    params.push_back(param(t, ParamType::Ptr, K::Data, t));
-  for (const char *size : {"seqlen_q", "seqlen_k", "heads_q", "heads_kv"})
+  SmallVector<TensorAttr> decls = kernel.getTensorDecls();
+  for (TensorAttr decl : decls) {
+    std::string name = decl.getName().getValue().str();
+    params.push_back(param(name, ParamType::Ptr, K::Data, name));
+  }
+  for (const std::string &size : getTensorSizeNames(kernel)) {
     params.push_back(sizeParam(size));
-  params[kParamSeqlenK].source.value = getSeqlenK(kernel);
-  static const char *const strideNames[] = {"batch", "seq", "head"};
-  for (const char *t : {"q", "k", "v", "o"})
-    for (int64_t i = 0; i < 3; ++i)
-      params.push_back(param(std::string(t) + ".stride_" + strideNames[i],
-                             ParamType::I64, K::Stride, t, i));
-  // LSE is (batch, heads, seq): its batch and head strides.
-  params.push_back(param("lse.stride_batch", ParamType::I64, K::Stride, "lse", 0));
-  params.push_back(param("lse.stride_head", ParamType::I64, K::Stride, "lse", 1));
+    if (size == abi::kKeySide.rows)
+      params.back().source.value = getSeqlenK(kernel);
+  }
+  for (auto [i, decl] : llvm::enumerate(decls)) {
+    std::string name = decl.getName().getValue().str();
+    bool rank3 = getTensorRank(kernel, i) == 3;
+    ArrayRef<const char *> strideNames =
+        rank3 ? ArrayRef<const char *>(kRank3StrideNames)
+              : ArrayRef<const char *>(kRank4StrideNames);
+    for (auto [d, what] : llvm::enumerate(strideNames))
+      params.push_back(param(name + ".stride_" + what, ParamType::I64,
+                             K::Stride, name, d));
+  }
   params.push_back(
-      param("softmax_scale", ParamType::F32, K::Scalar, "softmax_scale"));
-  assert(params.size() == kNumFixedKernelParams &&
-         "KernelParamIndex and the parameter list disagree");
+      param(kSoftmaxScaleParam, ParamType::F32, K::Scalar, kSoftmaxScaleParam));
+  assert(static_cast<int64_t>(params.size()) == getNumTensorParams(kernel) &&
+         "getTensorParams and the parameter list disagree");
 
   for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
     std::string name = kernel.getExtraArgName(i).str();
@@ -141,7 +208,7 @@ bool flashtile::hasKVSplits(KernelOp kernel) {
          !kernel.getBodyBlock().getOps<KVSplitOp>().empty();
 }
 
-static int64_t findParam(KernelOp kernel, StringRef name) {
+int64_t flashtile::getParamIndex(KernelOp kernel, StringRef name) {
   for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
     if (p.name == name)
       return static_cast<int64_t>(i);
@@ -149,11 +216,11 @@ static int64_t findParam(KernelOp kernel, StringRef name) {
 }
 
 int64_t flashtile::getKVSplitsParamIndex(KernelOp kernel) {
-  return findParam(kernel, kKVSplitsSize);
+  return getParamIndex(kernel, kKVSplitsSize);
 }
 
 int64_t flashtile::getPagedKVParamIndex(KernelOp kernel) {
-  return findParam(kernel, kPageSizeSize);
+  return getParamIndex(kernel, kPageSizeSize);
 }
 
 bool flashtile::readsBatchSize(KernelOp kernel) {
@@ -167,7 +234,7 @@ bool flashtile::readsBatchSize(KernelOp kernel) {
 
 int64_t flashtile::getBatchParamIndex(KernelOp kernel) {
   // "batch" is a reserved size name, so only the size parameter has it.
-  return findParam(kernel, "batch");
+  return getParamIndex(kernel, "batch");
 }
 
 static Expr named(const char *name) { return Expr::named(name); }
@@ -230,7 +297,7 @@ std::array<Expr, 3> flashtile::getCombineGrid(KernelOp kernel) {
 
 std::vector<int64_t> flashtile::getExtraArgParamIndices(KernelOp kernel) {
   std::vector<int64_t> indices;
-  int64_t next = kNumFixedKernelParams;
+  int64_t next = getNumTensorParams(kernel);
   for (BlockArgument arg : kernel.getExtraArgs()) {
     indices.push_back(next);
     auto memref = dyn_cast<MemRefType>(arg.getType());
@@ -389,62 +456,93 @@ std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
   return grid;
 }
 
-/// A (batch, seq, heads, dim) tensor of the kernel; a page pool
+/// A (batch, rows, heads, dim) tensor of the kernel; a page pool
 /// (pages, rows, heads, dim) when `outer` names its first two extents.
 static plan::Argument tensorArg(std::string name, plan::ArgRole role,
-                                MemRefType type, const char *seq,
-                                const char *heads,
-                                const char *outer = "batch") {
+                                MemRefType type, StringRef rows,
+                                StringRef heads,
+                                StringRef outer = abi::kBatchSize) {
   plan::Argument a;
   a.name = std::move(name);
   a.kind = plan::ArgKind::Tensor;
   a.role = role;
   a.dtype = toPlanDType(type.getElementType());
   int64_t eltBytes = plan::getDTypeSize(a.dtype);
-  a.shape = {Expr::named(outer), Expr::named(seq), Expr::named(heads),
-             Expr::constant(type.getDimSize(3))};
+  a.shape = {Expr::named(outer.str()), Expr::named(rows.str()),
+             Expr::named(heads.str()), Expr::constant(type.getDimSize(3))};
   a.alignBytes = kCopyChunkBytes;
   a.contiguousLastDim = true;
   a.strideMultiple = kCopyChunkBytes / eltBytes;
   return a;
 }
 
+/// A (batch, heads, rows) f32 tensor of one value per row (LSE).
+static plan::Argument rowTensorArg(std::string name, plan::ArgRole role,
+                                   StringRef rows, StringRef heads) {
+  plan::Argument a;
+  a.name = std::move(name);
+  a.role = role;
+  a.dtype = plan::DType::F32;
+  a.shape = {Expr::named(abi::kBatchSize), Expr::named(heads.str()),
+             Expr::named(rows.str())};
+  a.alignBytes = plan::getDTypeSize(a.dtype);
+  a.contiguousLastDim = true;
+  return a;
+}
+
+static plan::ArgRole toArgRole(StringRef role) {
+  return role == "out"          ? plan::ArgRole::Output
+         : role == "accumulate" ? plan::ArgRole::Accumulate
+                                : plan::ArgRole::Input;
+}
+
 void flashtile::describeKernelArguments(KernelOp kernel,
                                         plan::LaunchPlan &plan) {
-  using plan::ArgRole;
-  auto memref = [](Value v) { return cast<MemRefType>(v.getType()); };
-  plan.arguments.push_back(tensorArg("q", ArgRole::Input, memref(kernel.getQ()),
-                                     "seqlen_q", "heads_q"));
   // Paged KV: K and V are page pools, the block table lists each
   // sequence's pages, and seqlen_k is getSeqlenK's product.
   int64_t pageTable = kernel.getPageTableArg();
   bool paged = pageTable >= 0;
-  const char *kvOuter = paged ? kNumPagesSize : "batch";
-  const char *kvRows = paged ? kPageSizeSize : "seqlen_k";
-  plan.arguments.push_back(tensorArg("k", ArgRole::Input, memref(kernel.getK()),
-                                     kvRows, "heads_kv", kvOuter));
-  plan.arguments.push_back(tensorArg("v", ArgRole::Input, memref(kernel.getV()),
-                                     kvRows, "heads_kv", kvOuter));
-  plan.arguments.push_back(tensorArg("o", ArgRole::Output,
-                                     memref(kernel.getO()), "seqlen_q",
-                                     "heads_q"));
-  plan::Argument lse;
-  lse.name = "lse";
-  lse.role = ArgRole::Output;
-  lse.dtype = plan::DType::F32;
-  lse.shape = {Expr::named("batch"), Expr::named("heads_q"),
-               Expr::named("seqlen_q")};
-  lse.alignBytes = plan::getDTypeSize(lse.dtype);
-  lse.contiguousLastDim = true;
-  plan.arguments.push_back(lse);
-
+  // Each size is bound to the first tensor that is declared over it
+  // (batch to the first tensor's); the runtime checks the others.
+  std::vector<plan::SizeBinding> bindings;
+  auto bind = [&](StringRef size, StringRef arg, int64_t dim) {
+    for (const plan::SizeBinding &b : bindings)
+      if (b.name == size)
+        return;
+    bindings.push_back({size.str(), arg.str(), dim});
+  };
+  for (auto [i, decl] : llvm::enumerate(kernel.getTensorDecls())) {
+    std::string name = decl.getName().getValue().str();
+    plan::ArgRole role = toArgRole(decl.getRole().getValue());
+    StringRef rows = decl.getRows().getValue(),
+              heads = decl.getHeads().getValue();
+    auto type =
+        cast<MemRefType>(kernel.getBodyBlock().getArgument(i).getType());
+    if (type.getRank() == 3) {
+      plan.arguments.push_back(rowTensorArg(name, role, rows, heads));
+      bind(abi::kBatchSize, name, 0);
+      bind(heads, name, 1);
+      bind(rows, name, 2);
+      continue;
+    }
+    bool pool = paged && rows == abi::kKeySide.rows;
+    plan.arguments.push_back(
+        pool ? tensorArg(name, role, type, kPageSizeSize, heads,
+                         kNumPagesSize)
+             : tensorArg(name, role, type, rows, heads));
+    if (pool) {
+      bind(kNumPagesSize, name, 0);
+      bind(heads, name, 2);
+      continue;
+    }
+    bind(abi::kBatchSize, name, 0);
+    bind(rows, name, 1);
+    bind(heads, name, 2);
+  }
   for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
     plan::Argument a;
     a.name = kernel.getExtraArgName(i).str();
-    StringRef role = kernel.getExtraArgRole(i);
-    a.role = role == "out"          ? plan::ArgRole::Output
-             : role == "accumulate" ? plan::ArgRole::Accumulate
-                                    : plan::ArgRole::Input;
+    a.role = toArgRole(kernel.getExtraArgRole(i));
     if (auto type = dyn_cast<MemRefType>(arg.getType())) {
       a.kind = plan::ArgKind::Tensor;
       a.dtype = toPlanDType(type.getElementType());
@@ -476,7 +574,7 @@ void flashtile::describeKernelArguments(KernelOp kernel,
   }
 
   plan::Argument scale;
-  scale.name = "softmax_scale";
+  scale.name = kSoftmaxScaleParam;
   scale.kind = plan::ArgKind::Scalar;
   scale.dtype = plan::DType::F32;
   scale.defaultValue =
@@ -486,15 +584,9 @@ void flashtile::describeKernelArguments(KernelOp kernel,
   scale.positive = true;
   plan.arguments.push_back(scale);
 
-  plan.sizes = {{"batch", "q", 0},
-                {"seqlen_q", "q", 1},
-                {"heads_q", "q", 2},
-                {"seqlen_k", "k", 1},
-                {"heads_kv", "k", 2}};
+  plan.sizes = std::move(bindings);
   using Op = Expr::Op;
-  Expr seqlenK = getSeqlenK(kernel);
   if (paged) {
-    plan.sizes[3] = {kNumPagesSize, "k", 0};
     plan.sizes.push_back({kPageSizeSize, "k", 1});
     plan.sizes.push_back(
         {kMaxPagesSize, kernel.getExtraArgName(pageTable).str(), 1});
@@ -510,24 +602,34 @@ void flashtile::describeKernelArguments(KernelOp kernel,
          std::string("num_pages must be at most ") +
              std::to_string(kMaxSequenceExtent)});
   }
-  plan.checks.push_back(
-      {Expr::apply(Op::Ge, {Expr::named("heads_kv"), Expr::constant(1)}),
-       "K and V need at least one head"});
-  plan.checks.push_back(
-      {Expr::apply(Op::Eq, {Expr::apply(Op::Mod, {Expr::named("heads_q"),
-                                                 Expr::named("heads_kv")}),
-                            Expr::constant(0)}),
-       "heads_q must be a multiple of heads_kv (grouped-query attention)"});
-  const char *seqlenKName =
-      paged ? "seqlen_k (max_pages * page_size)" : "seqlen_k";
-  for (auto [length, name] : {std::pair{Expr::named("seqlen_q"), "seqlen_q"},
-                              std::pair{seqlenK, seqlenKName}})
+  std::vector<std::string> sizes = getTensorSizeNames(kernel);
+  auto declares = [&](const char *size) {
+    return llvm::is_contained(sizes, size);
+  };
+  if (declares(abi::kKeySide.heads))
+    plan.checks.push_back({Expr::apply(Op::Ge, {Expr::named(abi::kKeySide.heads),
+                                                Expr::constant(1)}),
+                           "K and V need at least one head"});
+  if (declares(abi::kKeySide.heads) && declares(abi::kQuerySide.heads))
     plan.checks.push_back(
-        {Expr::apply(Op::Le,
-                     {length, Expr::constant(kMaxSequenceExtent)}),
-         std::string(name) + " must be at most " +
-             std::to_string(kMaxSequenceExtent) +
+        {Expr::apply(Op::Eq,
+                     {Expr::apply(Op::Mod, {Expr::named(abi::kQuerySide.heads),
+                                            Expr::named(abi::kKeySide.heads)}),
+                      Expr::constant(0)}),
+         "heads_q must be a multiple of heads_kv (grouped-query attention)"});
+  for (abi::SequenceSide side : abi::kSequenceSides) {
+    if (!declares(side.rows))
+      continue;
+    bool keys = StringRef(side.rows) == abi::kKeySide.rows;
+    Expr length = keys ? getSeqlenK(kernel) : Expr::named(side.rows);
+    std::string name = side.rows;
+    if (keys && paged)
+      name += " (max_pages * page_size)";
+    plan.checks.push_back(
+        {Expr::apply(Op::Le, {length, Expr::constant(kMaxSequenceExtent)}),
+         name + " must be at most " + std::to_string(kMaxSequenceExtent) +
              " (the kernel's index arithmetic is 32-bit)"});
+  }
   // seqlen_k = 0 is valid: the KV loop runs no step, and every row ends as
   // a row that sees no key (O = 0, LSE = -inf).
 }

@@ -49,30 +49,38 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     Block *entry = func.addEntryBlock(rewriter);
     rewriter.setInsertionPointToStart(entry);
     Emitter e(rewriter, loc);
-    auto arg = [&](unsigned index) { return entry->getArgument(index); };
-    auto tensor = [&](unsigned ptr, unsigned seqlen, unsigned heads,
-                      unsigned firstStride) {
-      Value desc = LLVM::PoisonOp::create(rewriter, loc, getTensorDescType(ctx));
-      desc = e.insert(desc, arg(ptr), kDescPtr);
-      desc = e.insert(desc, arg(seqlen), kDescSeqlen);
-      desc = e.insert(desc, arg(heads), kDescHeads);
-      for (int64_t i = 0; i < 3; ++i)
-        desc = e.insert(desc, arg(firstStride + i), kDescStrideBatch + i);
+    auto arg = [&](int64_t index) { return entry->getArgument(index); };
+    // Every tensor argument becomes the memref descriptor of its type
+    // (getGlobalTensorDescType), filled from its parameters.
+    auto descriptor = [&](int64_t rank, Value data) {
+      MemRefDescriptor desc = MemRefDescriptor::poison(
+          rewriter, loc, getGlobalTensorDescType(ctx, rank));
+      desc.setAllocatedPtr(rewriter, loc, data);
+      desc.setAlignedPtr(rewriter, loc, data);
+      desc.setConstantOffset(rewriter, loc, 0);
       return desc;
     };
-    Value lse = LLVM::PoisonOp::create(rewriter, loc, getLseDescType(ctx));
-    lse = e.insert(lse, arg(kParamLse), kLsePtr);
-    lse = e.insert(lse, arg(kParamLseStrideBatch), kLseStrideBatch);
-    lse = e.insert(lse, arg(kParamLseStrideHead), kLseStrideHead);
-    SmallVector<Value> tensors = {
-        tensor(kParamQ, kParamSeqlenQ, kParamHeadsQ, kParamFirstStride),
-        tensor(kParamK, kParamSeqlenK, kParamHeadsKV, kParamFirstStride + 3),
-        tensor(kParamV, kParamSeqlenK, kParamHeadsKV, kParamFirstStride + 6),
-        tensor(kParamO, kParamSeqlenQ, kParamHeadsQ, kParamFirstStride + 9),
-        lse};
-    // Extra arguments: a tensor becomes a standard memref descriptor of its
-    // pointer, extents and strides; a scalar is its parameter.
-    unsigned next = kNumFixedKernelParams;
+    int64_t batchParam = getBatchParamIndex(op);
+    SmallVector<Value> tensors;
+    for (auto [i, t] : llvm::enumerate(getTensorParams(op))) {
+      auto type = cast<MemRefType>(op.getBodyBlock().getArgument(i).getType());
+      MemRefDescriptor desc = descriptor(t.rank, arg(t.pointer));
+      // Extents: (batch, rows, heads, dim) or (batch, heads, rows).
+      bool rank3 = t.rank == 3;
+      if (batchParam >= 0)
+        desc.setSize(rewriter, loc, 0, e.sext64(arg(batchParam)));
+      desc.setSize(rewriter, loc, rank3 ? 2 : 1, e.sext64(arg(t.rows)));
+      desc.setSize(rewriter, loc, rank3 ? 1 : 2, e.sext64(arg(t.heads)));
+      if (!rank3)
+        desc.setConstantSize(rewriter, loc, 3, type.getDimSize(3));
+      for (auto [d, stride] : llvm::enumerate(t.strides))
+        desc.setStride(rewriter, loc, d, arg(stride));
+      desc.setConstantStride(rewriter, loc, t.rank - 1, 1);
+      tensors.push_back(desc);
+    }
+    // Extra arguments: a tensor's descriptor is its pointer, extents and
+    // strides; a scalar is its parameter.
+    int64_t next = getNumTensorParams(op);
     for (BlockArgument extra : op.getExtraArgs()) {
       auto memref = dyn_cast<MemRefType>(extra.getType());
       if (!memref) {
@@ -80,25 +88,14 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
         continue;
       }
       int64_t rank = memref.getRank();
-      Type i64 = rewriter.getI64Type();
-      auto ptr = LLVM::LLVMPointerType::get(ctx, 1);
-      auto array = LLVM::LLVMArrayType::get(i64, rank);
-      auto descType =
-          rank ? LLVM::LLVMStructType::getLiteral(ctx,
-                                                  {ptr, ptr, i64, array, array})
-               : LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64});
-      MemRefDescriptor desc = MemRefDescriptor::poison(rewriter, loc, descType);
       int64_t first = next;
-      Value data = arg(first);
-      desc.setAllocatedPtr(rewriter, loc, data);
-      desc.setAlignedPtr(rewriter, loc, data);
-      desc.setConstantOffset(rewriter, loc, 0);
+      MemRefDescriptor desc = descriptor(rank, arg(first));
       for (int64_t d = 0; d < rank; ++d)
         desc.setSize(rewriter, loc, d, arg(getExtraTensorSizeParam(first, d)));
       for (int64_t d = 0; d < rank; ++d)
         desc.setStride(rewriter, loc, d,
                        arg(getExtraTensorStrideParam(first, rank, d)));
-      next = static_cast<unsigned>(getExtraTensorStrideParam(first, rank, rank));
+      next = getExtraTensorStrideParam(first, rank, rank);
       tensors.push_back(desc);
     }
     // batch, paged KV's sizes, kv_splits and the workspaces are read by
@@ -111,7 +108,8 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     if (hasKVSplits(op))
       next += 2;
     next += getWorkspaceParamIndices(op).size();
-    assert(next == abi.size() && "every parameter is consumed");
+    assert(next == static_cast<int64_t>(abi.size()) &&
+           "every parameter is consumed");
     annotateKernelFunc(func, op);
 
     rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
@@ -141,8 +139,11 @@ struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
     Value mBlock = NVVM::BlockIdXOp::create(rewriter, op.getLoc(), i32);
     Value head = NVVM::BlockIdYOp::create(rewriter, op.getLoc(), i32);
     Value batch = NVVM::BlockIdZOp::create(rewriter, op.getLoc(), i32);
-    Value headsQ = e.extract(adaptor.getQ(), kDescHeads);
-    Value headsKV = e.extract(adaptor.getK(), kDescHeads);
+    // Q and K are (batch, rows, heads, dim).
+    MemRefDescriptor q(adaptor.getQ()), k(adaptor.getK());
+    Location loc = op.getLoc();
+    Value headsQ = e.trunc32(q.size(rewriter, loc, 2));
+    Value headsKV = e.trunc32(k.size(rewriter, loc, 2));
     Value group = e.sdiv(headsQ, headsKV);
     // Split-KV: x = split * query tiles + m_block (attn.kv_split).
     if (hasKVSplitsParam(op))
@@ -156,8 +157,8 @@ struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
       kvHead = e.sdiv(head, group);
     }
     rewriter.replaceOp(op, {mBlock, head, kvHead, batch,
-                            e.extract(adaptor.getQ(), kDescSeqlen),
-                            e.extract(adaptor.getK(), kDescSeqlen)});
+                            e.trunc32(q.size(rewriter, loc, 1)),
+                            e.trunc32(k.size(rewriter, loc, 1))});
     return success();
   }
 };
@@ -230,7 +231,7 @@ struct SoftmaxScaleLowering : public ConvertOpToLLVMPattern<SoftmaxScaleOp> {
   LogicalResult
   matchAndRewrite(SoftmaxScaleOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, getKernelParam(op, kParamSoftmaxScale));
+    rewriter.replaceOp(op, getKernelParam(op, kSoftmaxScaleParam));
     return success();
   }
 };

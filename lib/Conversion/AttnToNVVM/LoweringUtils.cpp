@@ -2,6 +2,7 @@
 
 #include "LoweringUtils.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -52,16 +53,14 @@ Type FragmentLayout::convertType(FragType type) const {
   return LLVM::LLVMArrayType::get(element, numValues(type));
 }
 
-LLVM::LLVMStructType lowering::getTensorDescType(MLIRContext *ctx) {
-  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
-  return LLVM::LLVMStructType::getLiteral(
-      ctx, {LLVM::LLVMPointerType::get(ctx, 1), i32, i32, i64, i64, i64});
-}
-
-LLVM::LLVMStructType lowering::getLseDescType(MLIRContext *ctx) {
+LLVM::LLVMStructType lowering::getGlobalTensorDescType(MLIRContext *ctx,
+                                                      int64_t rank) {
   Type i64 = IntegerType::get(ctx, 64);
-  return LLVM::LLVMStructType::getLiteral(
-      ctx, {LLVM::LLVMPointerType::get(ctx, 1), i64, i64});
+  auto ptr = LLVM::LLVMPointerType::get(ctx, 1);
+  if (rank == 0)
+    return LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64});
+  auto array = LLVM::LLVMArrayType::get(i64, rank);
+  return LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64, array, array});
 }
 
 //===----------------------------------------------------------------------===//
@@ -127,6 +126,9 @@ Value Emitter::select(Value cond, Value a, Value c) {
 }
 Value Emitter::sext64(Value a) {
   return LLVM::SExtOp::create(b, loc, b.getI64Type(), a);
+}
+Value Emitter::trunc32(Value a) {
+  return LLVM::TruncOp::create(b, loc, b.getI32Type(), a);
 }
 Value Emitter::add64(Value a, Value c) {
   return LLVM::AddOp::create(b, loc, a, c);
@@ -249,10 +251,23 @@ ArchAttr lowering::getKernelArch(Operation *op) {
   return {};
 }
 
-Value lowering::getKernelParam(Operation *op, unsigned index) {
-  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+static LLVM::LLVMFuncOp getFunc(Operation *op) {
+  auto func = isa<LLVM::LLVMFuncOp>(op) ? cast<LLVM::LLVMFuncOp>(op)
+                                        : op->getParentOfType<LLVM::LLVMFuncOp>();
   assert(func && "kernel ops are lowered after their kernel");
-  return func.getArgument(index);
+  return func;
+}
+
+Value lowering::getKernelParam(Operation *op, int64_t index) {
+  return getFunc(op).getArgument(index);
+}
+
+Value lowering::getKernelParam(Operation *op, StringRef name) {
+  LLVM::LLVMFuncOp func = getFunc(op);
+  auto params = func->getAttrOfType<DictionaryAttr>(kTensorParamsAttrName);
+  auto index = params ? params.getAs<IntegerAttr>(name) : IntegerAttr();
+  assert(index && "the kernel lowering names its tensors' parameters");
+  return func.getArgument(index.getInt());
 }
 
 LLVM::LLVMFunctionType
@@ -331,8 +346,8 @@ Value ScoreTileCoords::headOffset(int64_t i, int64_t r) {
 
 Value TileOpContext::groupSize() {
   if (!group)
-    group = e.sdiv(getKernelParam(op, kParamHeadsQ),
-                   getKernelParam(op, kParamHeadsKV));
+    group = e.sdiv(getKernelParam(op, abi::kQuerySide.heads),
+                   getKernelParam(op, abi::kKeySide.heads));
   return group;
 }
 
@@ -357,6 +372,12 @@ Value ScoreTileCoords::col(int64_t j, int64_t r) {
 
 void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
   Builder b(func.getContext());
+  SmallVector<NamedAttribute> tensorParams;
+  std::vector<plan::Param> params = getKernelParams(kernel);
+  for (int64_t i = 0, e = getNumTensorParams(kernel); i < e; ++i)
+    tensorParams.push_back(
+        b.getNamedAttr(params[i].name, b.getI64IntegerAttr(i)));
+  func->setAttr(kTensorParamsAttrName, b.getDictionaryAttr(tensorParams));
   func->setAttr(kExtraParamsAttrName,
                 b.getDenseI64ArrayAttr(getExtraArgParamIndices(kernel)));
   SmallVector<NamedAttribute> workspaces;
@@ -378,17 +399,10 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
 
 Value lowering::getQueryTiles(Emitter &e, Operation *op) {
   ConfigAttr config = getKernelConfig(op);
-  Value rows = e.mul(getKernelParam(op, kParamSeqlenQ),
-                     e.sdiv(getKernelParam(op, kParamHeadsQ),
-                            getKernelParam(op, kParamHeadsKV)));
+  Value rows = e.mul(getKernelParam(op, abi::kQuerySide.rows),
+                     e.sdiv(getKernelParam(op, abi::kQuerySide.heads),
+                            getKernelParam(op, abi::kKeySide.heads)));
   return e.ceilDiv(rows, config.getTileM());
-}
-
-static LLVM::LLVMFuncOp getFunc(Operation *op) {
-  auto func = isa<LLVM::LLVMFuncOp>(op) ? cast<LLVM::LLVMFuncOp>(op)
-                                        : op->getParentOfType<LLVM::LLVMFuncOp>();
-  assert(func && "kernel ops are lowered after their kernel");
-  return func;
 }
 
 bool lowering::hasKVSplitsParam(Operation *op) {
@@ -430,8 +444,8 @@ Value lowering::getWorkspaceParam(Operation *op, StringRef name) {
 Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
-  Value heads = op.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
-  Value mTiles = e.ceilDiv(func.getArgument(kParamSeqlenQ), op.getTileM());
+  Value heads = op.getPerHead() ? getKernelParam(func, abi::kQuerySide.heads) : e.i32(1);
+  Value mTiles = e.ceilDiv(getKernelParam(func, abi::kQuerySide.rows), op.getTileM());
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   Value workspace = getWorkspaceParam(func, kBlockRangesWorkspace);
   return e.gep(workspace,
@@ -441,9 +455,9 @@ Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
 Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                  BlockRangesOp op, Value batch, Value head,
                                  Value mBlock, Value nBlock) {
-  Value heads = op.getPerHead() ? func.getArgument(kParamHeadsQ) : e.i32(1);
-  Value mTiles = e.ceilDiv(func.getArgument(kParamSeqlenQ), op.getTileM());
-  Value nTiles = e.ceilDiv(func.getArgument(kParamSeqlenK), op.getTileN());
+  Value heads = op.getPerHead() ? getKernelParam(func, abi::kQuerySide.heads) : e.i32(1);
+  Value mTiles = e.ceilDiv(getKernelParam(func, abi::kQuerySide.rows), op.getTileM());
+  Value nTiles = e.ceilDiv(getKernelParam(func, abi::kKeySide.rows), op.getTileN());
   Value stride = e.mul(e.ceilDiv(nTiles, kBlockTilesRowAlign),
                        kBlockTilesRowAlign);
   Value row = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
@@ -460,21 +474,21 @@ static Value padded(Emitter &e, Value length, int64_t tile) {
 
 Value lowering::getDiagonalTableOrigin(Emitter &e, Operation *anchor,
                                        const DiagonalTable &table) {
-  return e.sub(padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
+  return e.sub(padded(e, getKernelParam(anchor, abi::kQuerySide.rows), table.tileM),
                e.i32(1));
 }
 
 Value lowering::getDiagonalTableRowLength(Emitter &e, Operation *anchor,
                                           const DiagonalTable &table) {
-  return e.add(padded(e, getKernelParam(anchor, kParamSeqlenQ), table.tileM),
-               padded(e, getKernelParam(anchor, kParamSeqlenK), table.tileN));
+  return e.add(padded(e, getKernelParam(anchor, abi::kQuerySide.rows), table.tileM),
+               padded(e, getKernelParam(anchor, abi::kKeySide.rows), table.tileN));
 }
 
 Value lowering::getDiagonalTableEntry(Emitter &e, Operation *anchor,
                                       const DiagonalTable &table, Value batch,
                                       Value head, Value index) {
   Value row = getDiagonalTableRowLength(e, anchor, table);
-  Value heads = table.term.usesHead ? getKernelParam(anchor, kParamHeadsQ)
+  Value heads = table.term.usesHead ? getKernelParam(anchor, abi::kQuerySide.heads)
                                     : e.i32(1);
   Value b = table.term.usesBatch ? batch : e.i32(0);
   Value h = table.term.usesHead ? head : e.i32(0);
@@ -504,18 +518,22 @@ Value lowering::getSmemBase(Emitter &e, Operation *anchor) {
 }
 
 void TensorRows::readDescriptor(Value desc) {
-  base = e.extract(desc, kDescPtr);
-  length = e.extract(desc, kDescSeqlen);
-  strideSeq = e.extract(desc, kDescStrideSeq);
-  strideHead = e.extract(desc, kDescStrideHead);
+  // A (batch, rows, heads, dim) tensor.
+  MemRefDescriptor d(desc);
+  OpBuilder &b = e.builder();
+  Location loc = e.location();
+  base = d.alignedPtr(b, loc);
+  length = e.trunc32(d.size(b, loc, 1));
+  strideBatch = d.stride(b, loc, 0);
+  strideSeq = d.stride(b, loc, 1);
+  strideHead = d.stride(b, loc, 2);
 }
 
 TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
                        TileOpContext *packedBy)
     : e(e), packedBy(packedBy) {
   readDescriptor(desc);
-  headOffset = e.add64(e.mul64(e.sext64(batch),
-                               e.extract(desc, kDescStrideBatch)),
+  headOffset = e.add64(e.mul64(e.sext64(batch), strideBatch),
                        e.mul64(e.sext64(head), strideHead));
   if (packedBy)
     length = e.mul(length, packedBy->groupSize());
@@ -535,7 +553,7 @@ TensorRows::TensorRows(Emitter &e, Value desc, Value batch, Value head,
   pages.emplace();
   pages->pageSize = param(sizes);
   pages->lastPage = e.sub(param(sizes + 1), e.i32(1));
-  pages->strideBatch = e.extract(desc, kDescStrideBatch);
+  pages->strideBatch = strideBatch;
   // The block table (batch, max_pages): its row of `batch`.
   pages->tableStride = param(getExtraTensorStrideParam(table, 2, 1));
   pages->lastSlot = e.sub(

@@ -34,23 +34,15 @@ constexpr llvm::StringLiteral kSmemSymbol = "__flashtile_smem";
 constexpr llvm::StringLiteral kConfigAttrName = "attn.config";
 constexpr llvm::StringLiteral kArchAttrName = "attn.arch";
 
-/// Field positions of the descriptor struct of Q, K, V and O:
-/// (ptr<1>, i32 seqlen, i32 heads, i64 stride_batch, i64 stride_seq,
-/// i64 stride_head).
-enum TensorDescField : int64_t {
-  kDescPtr = 0,
-  kDescSeqlen,
-  kDescHeads,
-  kDescStrideBatch,
-  kDescStrideSeq,
-  kDescStrideHead,
-};
-/// Field positions of the LSE descriptor: (ptr<1>, i64 stride_batch,
-/// i64 stride_head); the sequence stride is 1.
-enum LseDescField : int64_t { kLsePtr = 0, kLseStrideBatch, kLseStrideHead };
-
-mlir::LLVM::LLVMStructType getTensorDescType(mlir::MLIRContext *ctx);
-mlir::LLVM::LLVMStructType getLseDescType(mlir::MLIRContext *ctx);
+/// The descriptor of a tensor in global memory, chosen by its type alone:
+/// MLIR's memref descriptor of its rank (allocated and aligned pointer,
+/// offset, extents, strides; i64) with global pointers. The kernel lowering
+/// builds one per tensor argument from its parameters; a sequence tensor's
+/// batch extent is a parameter only where a hook reads the batch size
+/// (readsBatchSize), so readers take the block's batch from the grid and
+/// never read that extent.
+mlir::LLVM::LLVMStructType getGlobalTensorDescType(mlir::MLIRContext *ctx,
+                                                   int64_t rank);
 
 /// 32-bit integer and f32 arithmetic at one insertion point. Also the IR
 /// policy of the window arithmetic templates of KVBounds.h.
@@ -92,6 +84,7 @@ public:
   }
   mlir::Value select(mlir::Value cond, mlir::Value a, mlir::Value c);
   mlir::Value sext64(mlir::Value a);
+  mlir::Value trunc32(mlir::Value a);
   mlir::Value add64(mlir::Value a, mlir::Value c);
   mlir::Value mul64(mlir::Value a, mlir::Value c);
 
@@ -148,8 +141,12 @@ struct ThreadCoords {
 ConfigAttr getKernelConfig(mlir::Operation *op);
 /// The chip of the kernel `op` belongs to, found the same way.
 ArchAttr getKernelArch(mlir::Operation *op);
-/// The llvm.func parameter `index` of the kernel `op` has been lowered into.
-mlir::Value getKernelParam(mlir::Operation *op, unsigned index);
+/// The parameter named `name` of the kernel `op` belongs to (or of the
+/// llvm.func `op`): one of its tensors' pointers, sizes or strides, or the
+/// softmax scale (KernelABI.h names them).
+mlir::Value getKernelParam(mlir::Operation *op, llvm::StringRef name);
+/// Parameter `index` of that kernel (an extra argument's, KernelABI.h).
+mlir::Value getKernelParam(mlir::Operation *op, int64_t index);
 
 /// The llvm.func type of a kernel with parameters `params` (KernelABI.h):
 /// pointers in the global address space, i32, i64, f32.
@@ -174,6 +171,9 @@ struct ExtraMatrix {
 };
 /// The extra tensor `op` (an attn.copy_tile or attn.store_tile) moves.
 ExtraMatrix getExtraMatrix(mlir::Operation *op);
+/// The attribute on a lowered kernel's llvm.func that maps the names of
+/// the parameters before the extra arguments' to their positions.
+constexpr llvm::StringLiteral kTensorParamsAttrName = "attn.tensor_params";
 /// The attributes on a lowered kernel's llvm.func that list, per extra
 /// argument, its first parameter, and per workspace, its parameter.
 constexpr llvm::StringLiteral kExtraParamsAttrName = "attn.extra_params";
@@ -237,7 +237,8 @@ mlir::Value getSmemBase(Emitter &e, mlir::Operation *anchor);
 
 class TileOpContext;
 
-/// The rows of one (batch, head) of a Q/K/V/O tensor, from its descriptor:
+/// The rows of one (batch, head) of a rank-4 sequence tensor (Q, K, V, O,
+/// ...), from its descriptor (getGlobalTensorDescType):
 /// the address of 16-byte chunk `chunk` of row `row`. With `packedBy` (a
 /// kernel with packed rows), the rows of Q or O are the packed (position,
 /// head) pairs of the group whose first head is `head`: seqlen() counts
@@ -263,13 +264,13 @@ public:
   mlir::Value chunkAddressAt(mlir::Value rowOffset, mlir::Value chunk);
 
 private:
-  /// base, length and the sequence and head strides, from Q/K/V/O's
-  /// descriptor.
+  /// base, length and the batch, sequence and head strides, from the
+  /// tensor's descriptor.
   void readDescriptor(mlir::Value desc);
 
   Emitter &e;
   TileOpContext *packedBy;
-  mlir::Value base, length, strideSeq, strideHead, headOffset;
+  mlir::Value base, length, strideBatch, strideSeq, strideHead, headOffset;
   struct PageTable {
     mlir::Value pageSize, lastPage, lastSlot, strideBatch, tableRow,
         tableStride;

@@ -40,8 +40,9 @@
 
 // Every warp's rows are staged before any thread reads them back.
 // CHECK:       nvvm.barrier0
-// CHECK-NEXT:  %[[O_PTR:.*]] = llvm.extractvalue %[[O_DESC:.*]][0]
-// CHECK-NEXT:  %[[SEQLEN_Q:.*]] = llvm.extractvalue %[[O_DESC]][1]
+// CHECK-NEXT:  %[[O_PTR:.*]] = llvm.extractvalue %[[O_DESC:.*]][1]
+// CHECK-NEXT:  %[[SEQLEN_Q64:.*]] = llvm.extractvalue %[[O_DESC]][3, 1]
+// CHECK-NEXT:  %[[SEQLEN_Q:.*]] = llvm.trunc %[[SEQLEN_Q64]] : i64 to i32
 
 // Whole rows out: 16-byte loads from the stage and 16-byte global stores,
 // skipped past seqlen_q.
@@ -58,7 +59,7 @@
 // CHECK-NEXT:  ^[[NEXT]]:
 
 // LSE, by the first thread of each quad, for rows below seqlen_q.
-// CHECK:       %[[LSE_PTR:.*]] = llvm.extractvalue %{{.*}}[0] : !llvm.struct<(ptr<1>, i64, i64)>
+// CHECK:       %[[LSE_PTR:.*]] = llvm.extractvalue %{{.*}}[1] : !llvm.struct<(ptr<1>, ptr<1>, i64, array<3 x i64>, array<3 x i64>)>
 // CHECK:       %[[LEADER:.*]] = llvm.icmp "eq" %{{.*}}, %{{.*}} : i32
 // CHECK:       %[[TILE_ROW:.*]] = llvm.add %[[FIRST_ROW]], %{{.*}} : i32
 // CHECK-NEXT:  %[[LSE_ROW:.*]] = llvm.add %[[TILE_ROW]], %{{.*}} : i32

@@ -6,7 +6,7 @@
 !t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 
-// The parameters of KernelABI.h: Q, K, V, O, LSE pointers; seqlen_q,
+// The parameters of KernelABI.h (the forward's tensors): Q, K, V, O, LSE pointers; seqlen_q,
 // seqlen_k, heads_q, heads_kv; 3 strides each of Q, K, V, O and 2 of LSE;
 // the softmax scale. 8 warps are 256 threads.
 // CHECK-LABEL: llvm.func @signature(
@@ -15,40 +15,59 @@
 // CHECK-SAME:    %[[Q_STRIDE_B:[^ :]+]]: i64, %[[Q_STRIDE_S:[^ :]+]]: i64, %[[Q_STRIDE_H:[^ :]+]]: i64,
 // CHECK-SAME:    %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64,
 // CHECK-SAME:    %[[LSE_STRIDE_B:[^ :]+]]: i64, %[[LSE_STRIDE_H:[^ :]+]]: i64, %[[SCALE:[^ :]+]]: f32)
-// CHECK-SAME:    attributes {attn.arch = #attn.arch<sm_120>, attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
+// CHECK-SAME:    attributes {attn.arch = #attn.arch<sm_120>, attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64,
+// CHECK-SAME:    attn.tensor_params = {heads_kv = 8 : i64, heads_q = 7 : i64, k = 1 : i64, k.stride_batch = 12 : i64, k.stride_head = 14 : i64, k.stride_seq = 13 : i64, lse = 4 : i64, lse.stride_batch = 21 : i64, lse.stride_head = 22 : i64, o = 3 : i64, o.stride_batch = 18 : i64, o.stride_head = 20 : i64, o.stride_seq = 19 : i64, q = 0 : i64, q.stride_batch = 9 : i64, q.stride_head = 11 : i64, q.stride_seq = 10 : i64, seqlen_k = 6 : i64, seqlen_q = 5 : i64, softmax_scale = 23 : i64, v = 2 : i64, v.stride_batch = 15 : i64, v.stride_head = 17 : i64, v.stride_seq = 16 : i64}, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 
-// Descriptors: LSE (ptr, stride_batch, stride_head), then Q as (ptr, seqlen,
-// heads, 3 strides), then K with seqlen_k and heads_kv.
-// CHECK:       %[[LSE0:.*]] = llvm.mlir.poison : !llvm.struct<(ptr<1>, i64, i64)>
-// CHECK-NEXT:  %[[LSE1:.*]] = llvm.insertvalue %[[LSE]], %[[LSE0]][0]
-// CHECK-NEXT:  %[[LSE2:.*]] = llvm.insertvalue %[[LSE_STRIDE_B]], %[[LSE1]][1]
-// CHECK-NEXT:  llvm.insertvalue %[[LSE_STRIDE_H]], %[[LSE2]][2]
-// CHECK-NEXT:  %[[QD0:.*]] = llvm.mlir.poison : !llvm.struct<(ptr<1>, i32, i32, i64, i64, i64)>
+// Descriptors: each tensor's memref descriptor (getGlobalTensorDescType).
+// Q is (batch, seqlen_q, heads_q, 64) with strides (3 parameters, 1); the
+// batch extent is no parameter here (no hook reads it).
+// CHECK:       %[[QD0:.*]] = llvm.mlir.poison : !llvm.struct<(ptr<1>, ptr<1>, i64, array<4 x i64>, array<4 x i64>)>
 // CHECK-NEXT:  %[[QD1:.*]] = llvm.insertvalue %[[Q]], %[[QD0]][0]
-// CHECK-NEXT:  %[[QD2:.*]] = llvm.insertvalue %[[SEQLEN_Q]], %[[QD1]][1]
-// CHECK-NEXT:  %[[QD3:.*]] = llvm.insertvalue %[[HEADS_Q]], %[[QD2]][2]
-// CHECK-NEXT:  %[[QD4:.*]] = llvm.insertvalue %[[Q_STRIDE_B]], %[[QD3]][3]
-// CHECK-NEXT:  %[[QD5:.*]] = llvm.insertvalue %[[Q_STRIDE_S]], %[[QD4]][4]
-// CHECK-NEXT:  %[[Q_DESC:.*]] = llvm.insertvalue %[[Q_STRIDE_H]], %[[QD5]][5]
-// CHECK-NEXT:  %[[KD0:.*]] = llvm.mlir.poison
-// CHECK-NEXT:  %[[KD1:.*]] = llvm.insertvalue %[[K]], %[[KD0]][0]
-// CHECK-NEXT:  %[[KD2:.*]] = llvm.insertvalue %[[SEQLEN_K]], %[[KD1]][1]
-// CHECK-NEXT:  %[[KD3:.*]] = llvm.insertvalue %[[HEADS_KV]], %[[KD2]][2]
-// CHECK-NEXT:  %[[KD4:.*]] = llvm.insertvalue %{{.*}}, %[[KD3]][3]
-// CHECK-NEXT:  %[[KD5:.*]] = llvm.insertvalue %{{.*}}, %[[KD4]][4]
-// CHECK-NEXT:  %[[K_DESC:.*]] = llvm.insertvalue %{{.*}}, %[[KD5]][5]
+// CHECK-NEXT:  %[[QD2:.*]] = llvm.insertvalue %[[Q]], %[[QD1]][1]
+// CHECK-NEXT:  %[[ZERO:.*]] = llvm.mlir.constant(0 : index) : i64
+// CHECK-NEXT:  %[[QD3:.*]] = llvm.insertvalue %[[ZERO]], %[[QD2]][2]
+// CHECK-NEXT:  %[[SQ64:.*]] = llvm.sext %[[SEQLEN_Q]] : i32 to i64
+// CHECK-NEXT:  %[[QD4:.*]] = llvm.insertvalue %[[SQ64]], %[[QD3]][3, 1]
+// CHECK-NEXT:  %[[HQ64:.*]] = llvm.sext %[[HEADS_Q]] : i32 to i64
+// CHECK-NEXT:  %[[QD5:.*]] = llvm.insertvalue %[[HQ64]], %[[QD4]][3, 2]
+// CHECK-NEXT:  %[[D:.*]] = llvm.mlir.constant(64 : index) : i64
+// CHECK-NEXT:  %[[QD6:.*]] = llvm.insertvalue %[[D]], %[[QD5]][3, 3]
+// CHECK-NEXT:  %[[QD7:.*]] = llvm.insertvalue %[[Q_STRIDE_B]], %[[QD6]][4, 0]
+// CHECK-NEXT:  %[[QD8:.*]] = llvm.insertvalue %[[Q_STRIDE_S]], %[[QD7]][4, 1]
+// CHECK-NEXT:  %[[QD9:.*]] = llvm.insertvalue %[[Q_STRIDE_H]], %[[QD8]][4, 2]
+// CHECK-NEXT:  %[[ONE:.*]] = llvm.mlir.constant(1 : index) : i64
+// CHECK-NEXT:  %[[Q_DESC:.*]] = llvm.insertvalue %[[ONE]], %[[QD9]][4, 3]
+// K: seqlen_k and heads_kv.
+// CHECK-NEXT:  llvm.mlir.poison
+// CHECK-NEXT:  llvm.insertvalue %[[K]], %{{.*}}[0]
+// CHECK:       %[[SK64:.*]] = llvm.sext %[[SEQLEN_K]] : i32 to i64
+// CHECK-NEXT:  llvm.insertvalue %[[SK64]], %{{.*}}[3, 1]
+// CHECK-NEXT:  %[[HKV64:.*]] = llvm.sext %[[HEADS_KV]] : i32 to i64
+// CHECK-NEXT:  llvm.insertvalue %[[HKV64]], %{{.*}}[3, 2]
+// CHECK:       %[[K_DESC:.*]] = llvm.insertvalue %{{.*}}, %{{.*}}[4, 3]
+// LSE is (batch, heads_q, seqlen_q) with strides (2 parameters, 1).
+// CHECK:       llvm.mlir.poison : !llvm.struct<(ptr<1>, ptr<1>, i64, array<3 x i64>, array<3 x i64>)>
+// CHECK-NEXT:  llvm.insertvalue %[[LSE]], %{{.*}}[0]
+// CHECK:       llvm.insertvalue %{{.*}}, %{{.*}}[3, 2]
+// CHECK:       llvm.insertvalue %{{.*}}, %{{.*}}[3, 1]
+// CHECK-NEXT:  llvm.insertvalue %[[LSE_STRIDE_B]], %{{.*}}[4, 0]
+// CHECK-NEXT:  llvm.insertvalue %[[LSE_STRIDE_H]], %{{.*}}[4, 1]
 
 // block_context: (m_block, head, batch) from the grid; GQA kv_head = head /
 // (heads_q / heads_kv).
 // CHECK:       %[[M_BLOCK:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK-NEXT:  %[[HEAD:.*]] = nvvm.read.ptx.sreg.ctaid.y : i32
 // CHECK-NEXT:  nvvm.read.ptx.sreg.ctaid.z : i32
-// CHECK-NEXT:  %[[NQ:.*]] = llvm.extractvalue %[[Q_DESC]][2]
-// CHECK-NEXT:  %[[NKV:.*]] = llvm.extractvalue %[[K_DESC]][2]
+// CHECK-NEXT:  %[[NQ64:.*]] = llvm.extractvalue %[[Q_DESC]][3, 2]
+// CHECK-NEXT:  %[[NQ:.*]] = llvm.trunc %[[NQ64]] : i64 to i32
+// CHECK-NEXT:  %[[NKV64:.*]] = llvm.extractvalue %[[K_DESC]][3, 2]
+// CHECK-NEXT:  %[[NKV:.*]] = llvm.trunc %[[NKV64]] : i64 to i32
 // CHECK-NEXT:  %[[GROUP:.*]] = llvm.sdiv %[[NQ]], %[[NKV]] : i32
 // CHECK-NEXT:  llvm.sdiv %[[HEAD]], %[[GROUP]] : i32
-// CHECK-NEXT:  %[[SQ:.*]] = llvm.extractvalue %[[Q_DESC]][1]
-// CHECK-NEXT:  %[[SK:.*]] = llvm.extractvalue %[[K_DESC]][1]
+// CHECK-NEXT:  %[[SQ64B:.*]] = llvm.extractvalue %[[Q_DESC]][3, 1]
+// CHECK-NEXT:  %[[SQ:.*]] = llvm.trunc %[[SQ64B]] : i64 to i32
+// CHECK-NEXT:  %[[SK64B:.*]] = llvm.extractvalue %[[K_DESC]][3, 1]
+// CHECK-NEXT:  %[[SK:.*]] = llvm.trunc %[[SK64B]] : i64 to i32
 
 // kv_bounds, causal (window (-1, 0)), as KVBounds.h computes it: rows
 // [lo, hi] = [128 m, min(128 m + 128, seqlen_q) - 1], o = seqlen_k -

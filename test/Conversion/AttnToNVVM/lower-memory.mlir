@@ -30,8 +30,9 @@
 // CHECK-NEXT:  %[[SLOT_BYTES:.*]] = llvm.mlir.constant(4096 : i32) : i32
 // CHECK-NEXT:  %[[SLOT_OFF:.*]] = llvm.mul %[[SLOT]], %[[SLOT_BYTES]] : i32
 // CHECK-NEXT:  %[[SLOT_BASE:.*]] = llvm.getelementptr %[[KS]][%[[SLOT_OFF]]]
-// CHECK-NEXT:  %[[K_PTR:.*]] = llvm.extractvalue %[[K_DESC:.*]][0]
-// CHECK-NEXT:  %[[SEQLEN_K:.*]] = llvm.extractvalue %[[K_DESC]][1]
+// CHECK-NEXT:  %[[K_PTR:.*]] = llvm.extractvalue %[[K_DESC:.*]][1]
+// CHECK-NEXT:  %[[SEQLEN_K64:.*]] = llvm.extractvalue %[[K_DESC]][3, 1]
+// CHECK-NEXT:  %[[SEQLEN_K:.*]] = llvm.trunc %[[SEQLEN_K64]] : i64 to i32
 // CHECK:       %[[FIRST_ROW:.*]] = llvm.mul %[[TILE]], %{{.*}} : i32
 // CHECK:       %[[ROW:.*]] = llvm.add %[[FIRST_ROW]], %{{.*}} : i32
 // CHECK-NEXT:  %[[IN_RANGE:.*]] = llvm.icmp "ult" %[[ROW]], %[[SEQLEN_K]] : i32

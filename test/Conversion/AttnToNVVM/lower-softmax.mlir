@@ -11,8 +11,10 @@
 // CHECK-LABEL: llvm.func @softmax(
 // CHECK-SAME:    %[[SCALE:[^ :]+]]: f32)
 // CHECK:       %[[M_BLOCK:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
-// CHECK:       %[[SEQLEN_Q:.*]] = llvm.extractvalue %{{.*}}[1] : !llvm.struct<(ptr<1>, i32, i32, i64, i64, i64)>
-// CHECK-NEXT:  %[[SEQLEN_K:.*]] = llvm.extractvalue %{{.*}}[1] : !llvm.struct<(ptr<1>, i32, i32, i64, i64, i64)>
+// CHECK:       %[[SQ64:.*]] = llvm.extractvalue %{{.*}}[3, 1] : !llvm.struct<(ptr<1>, ptr<1>, i64, array<4 x i64>, array<4 x i64>)>
+// CHECK-NEXT:  %[[SEQLEN_Q:.*]] = llvm.trunc %[[SQ64]] : i64 to i32
+// CHECK-NEXT:  %[[SK64:.*]] = llvm.extractvalue %{{.*}}[3, 1] : !llvm.struct<(ptr<1>, ptr<1>, i64, array<4 x i64>, array<4 x i64>)>
+// CHECK-NEXT:  %[[SEQLEN_K:.*]] = llvm.trunc %[[SK64]] : i64 to i32
 // CHECK-NEXT:  %[[N_BLOCK:.*]] = llvm.mlir.constant(3 : index) : i32
 
 // The mask: per row, keys in [diagonal - 8, min(seqlen_k, diagonal + 5))

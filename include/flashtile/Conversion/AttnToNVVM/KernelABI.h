@@ -8,9 +8,18 @@
 // (flashtile/Runtime/LaunchPlan.h), which the runtime packs from. Nothing
 // else lists parameters.
 //
-// Q, K, V, O are (batch, seq, heads, dim) with dim contiguous; LSE is
-// (batch, heads, seq) with seq contiguous. Strides are in elements. The
-// grid is (ceil(seqlen_q / tile_m), heads_q, batch); with packed rows
+// The kernel's sequence tensors come first (attn.kernel's `tensors`; by
+// default the forward's Q, K, V, O, LSE): a rank-4 one is (batch, rows,
+// heads, dim) with dim contiguous, a rank-3 one (batch, heads, rows) with
+// rows contiguous. Strides are in elements. The parameters begin with every
+// tensor's pointer, in order; then the sizes they are declared over, the
+// rows sizes first and then the heads sizes, each once, in the order the
+// tensors first name them (batch is not among them: see readsBatchSize);
+// then each tensor's strides but the unit one (batch, rows, heads; or
+// batch, heads); then the softmax scale. For the forward that is q, k, v,
+// o, lse, seqlen_q, seqlen_k, heads_q, heads_kv, 14 strides, softmax_scale.
+//
+// The grid is (ceil(seqlen_q / tile_m), heads_q, batch); with packed rows
 // (#attn.config pack_gqa) it is (ceil(seqlen_q * G / tile_m), heads_kv,
 // batch), G = heads_q / heads_kv.
 //
@@ -84,25 +93,25 @@ namespace flashtile {
 /// The copy chunk (16 bytes), owned by the kernel rules.
 using abi::kCopyChunkBytes;
 
-/// Indices into the fixed prefix of the parameter list.
-enum KernelParamIndex : unsigned {
-  kParamQ = 0,
-  kParamK,
-  kParamV,
-  kParamO,
-  kParamLse,
-  kParamSeqlenQ,
-  kParamSeqlenK,
-  kParamHeadsQ,
-  kParamHeadsKV,
-  /// Three strides (batch, seq, head) per tensor, Q K V O in that order.
-  kParamFirstStride,
-  kParamLseStrideBatch = kParamFirstStride + 12,
-  kParamLseStrideHead,
-  kParamSoftmaxScale,
-  /// The first parameter of the extra arguments.
-  kNumFixedKernelParams,
+/// Where a sequence tensor's parameters are in getKernelParams: its
+/// pointer, the sizes of its rows and heads, and its strides (batch, rows,
+/// heads for rank 4; batch, heads for rank 3).
+struct TensorParams {
+  std::string name;
+  int64_t rank = 0;
+  int64_t pointer = -1, rows = -1, heads = -1;
+  std::vector<int64_t> strides;
 };
+/// One per sequence tensor, in argument order.
+std::vector<TensorParams> getTensorParams(attn::KernelOp kernel);
+/// Of the tensor named `name`; asserts that the kernel declares it.
+TensorParams getTensorParams(attn::KernelOp kernel, llvm::StringRef name);
+/// The parameter named `name` (a size, "softmax_scale", ...), or -1.
+int64_t getParamIndex(attn::KernelOp kernel, llvm::StringRef name);
+/// The softmax scale's parameter (and launch-plan scalar).
+inline constexpr const char *kSoftmaxScaleParam = "softmax_scale";
+/// The number of parameters before the extra arguments'.
+int64_t getNumTensorParams(attn::KernelOp kernel);
 
 /// The grid axis that carries each coordinate of a block.
 enum GridAxis : unsigned { kGridAxisMBlock = 0, kGridAxisHead, kGridAxisBatch };
@@ -131,9 +140,10 @@ bool readsBatchSize(attn::KernelOp kernel);
 /// The index in getKernelParams of `batch`, or -1.
 int64_t getBatchParamIndex(attn::KernelOp kernel);
 
-/// The kernel's parameters, in order: the fixed prefix, then the extra
-/// arguments', then batch when a hook reads it, then page_size and num_pages with paged KV, then kv_splits
-/// and the split rows with split-KV, then the workspaces.
+/// The kernel's parameters, in order: the tensors', sizes and scale (see
+/// above), then the extra arguments', then batch when a hook reads it, then
+/// page_size and num_pages with paged KV, then kv_splits and the split rows
+/// with split-KV, then the workspaces.
 std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 
 /// The position in getKernelParams of each extra argument's first

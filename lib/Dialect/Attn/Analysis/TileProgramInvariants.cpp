@@ -13,7 +13,20 @@ static int64_t bufferBytes(MemRefType type) {
   return type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
+LogicalResult attn::verifyAttentionTensors(KernelOp kernel) {
+  for (StringRef name : {"q", "k", "v", "o", "lse"})
+    if (!kernel.getTensor(name))
+      return kernel.emitOpError()
+             << "declares no tensor '" << name
+             << "': the tile pipeline (config selection, the allocator's "
+                "checks, the lowering) sizes a kernel by attention's q, k, "
+                "v, o and lse";
+  return success();
+}
+
 LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
+  if (failed(verifyAttentionTensors(kernel)))
+    return failure();
   ConfigAttr config = kernel.getConfigAttr();
   std::optional<int64_t> smemBytes = kernel.getSmemBytes();
   if (!config || !smemBytes)

@@ -92,13 +92,56 @@ static bool hasContiguousLastDim(MemRefType type) {
 // KernelOp
 //===----------------------------------------------------------------------===//
 
-/// Names the launch plan gives to the kernel's own arguments and sizes; an
-/// extra argument may not take one.
-static const char *const kReservedArgNames[] = {
-    "q",     "k",        "v",        "o",       "lse", "softmax_scale",
-    "batch", "seqlen_q", "seqlen_k", "heads_q", "heads_kv",
-    // Paged KV's sizes (KernelABI.h).
-    "page_size", "num_pages", "max_pages"};
+/// Names the launch plan gives to the kernel's own scalar and sizes; no
+/// argument may take one (nor a sequence tensor's name).
+static bool isReservedArgName(StringRef name) {
+  static const char *const kReserved[] = {
+      "softmax_scale",
+      // Paged KV's sizes (KernelABI.h).
+      "page_size", "num_pages", "max_pages"};
+  return llvm::is_contained(kReserved, name) ||
+         llvm::is_contained(abi::kSizeNames, name);
+}
+
+SmallVector<TensorAttr> KernelOp::getDefaultTensorDecls(MLIRContext *ctx) {
+  auto decl = [&](StringRef name, StringRef role, abi::SequenceSide side) {
+    auto str = [&](StringRef v) { return StringAttr::get(ctx, v); };
+    return TensorAttr::get(ctx, str(name), str(role), str(side.rows),
+                           str(side.heads));
+  };
+  return {decl("q", "in", abi::kQuerySide), decl("k", "in", abi::kKeySide),
+          decl("v", "in", abi::kKeySide), decl("o", "out", abi::kQuerySide),
+          decl("lse", "out", abi::kQuerySide)};
+}
+
+SmallVector<TensorAttr> KernelOp::getTensorDecls() {
+  if (ArrayAttr tensors = getTensorsAttr())
+    return llvm::to_vector(tensors.getAsRange<TensorAttr>());
+  return getDefaultTensorDecls(getContext());
+}
+
+unsigned KernelOp::getNumTensors() {
+  ArrayAttr tensors = getTensorsAttr();
+  unsigned declared = tensors ? tensors.size() : 5;
+  // The verifier holds the block to the declaration; until then, never
+  // more than there are.
+  return std::min(declared, getBodyBlock().getNumArguments());
+}
+
+Value KernelOp::getTensor(StringRef name) {
+  for (auto [i, decl] : llvm::enumerate(getTensorDecls()))
+    if (decl.getName() == name && i < getBodyBlock().getNumArguments())
+      return getBodyBlock().getArgument(i);
+  return Value();
+}
+
+int64_t KernelOp::getExtraArgIndex(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &getBodyBlock() ||
+      arg.getArgNumber() < getNumTensors())
+    return -1;
+  return arg.getArgNumber() - getNumTensors();
+}
 
 StringRef KernelOp::getExtraArgName(unsigned i) {
   return cast<StringAttr>((*getArgNames())[i]).getValue();
@@ -120,8 +163,8 @@ ProblemAttr KernelOp::getProblemInfo() {
   auto [left, right] = attention.getEffectiveWindow();
   Builder b(getContext());
   int64_t pageTable = -1;
-  if (auto table = dyn_cast_or_null<BlockArgument>(attention.getBlockTable()))
-    pageTable = static_cast<int64_t>(table.getArgNumber()) - kNumTensors;
+  if (Value table = attention.getBlockTable())
+    pageTable = getExtraArgIndex(table);
   return ProblemAttr::get(getContext(), attention.getCausal(), left, right,
                           b.getF32FloatAttr(attention.getScale()), pageTable);
 }
@@ -137,11 +180,12 @@ ProblemAttr KernelOp::getTileProgramProblem() {
     right = (*bounds.begin()).getWindowRight();
   }
   auto scales = getBodyBlock().getOps<SoftmaxScaleOp>();
-  float scale =
-      scales.empty()
-          ? getDefaultSoftmaxScale(
-                cast<MemRefType>(getQ().getType()).getDimSize(3))
-          : (*scales.begin()).getDefaultValue().convertToFloat();
+  // A kernel without Q has no default scale of its own: 1.
+  float scale = 1.0f;
+  if (!scales.empty())
+    scale = (*scales.begin()).getDefaultValue().convertToFloat();
+  else if (Value q = getQ())
+    scale = getDefaultSoftmaxScale(cast<MemRefType>(q.getType()).getDimSize(3));
   Builder b(getContext());
   return ProblemAttr::get(getContext(), /*causal=*/left < 0 && right == 0,
                           left, right, b.getF32FloatAttr(scale),
@@ -161,7 +205,8 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
   size_t numNames = names ? names.size() : 0;
   if (numNames != extras.size())
     return op.emitOpError() << "has " << extras.size()
-                            << " extra argument(s) after LSE but arg_names "
+                            << " extra argument(s) after its tensors but "
+                               "arg_names "
                                "lists "
                             << numNames << "; name each extra argument";
   if (std::optional<ArrayAttr> roles = op.getArgRoles()) {
@@ -176,13 +221,15 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
                                 << "'; expected in, out or accumulate";
   }
   llvm::StringSet<> seen;
+  for (TensorAttr decl : op.getTensorDecls())
+    seen.insert(decl.getName().getValue());
   for (auto [i, arg] : llvm::enumerate(extras)) {
     StringRef name = op.getExtraArgName(i);
-    unsigned position = KernelOp::kNumTensors + i;
+    unsigned position = op.getNumTensors() + i;
     if (std::optional<std::string> why = attn::explainInvalidKernelName(name))
       return op.emitOpError() << "extra argument #" << position << " name '"
                               << name << "' is invalid: " << *why;
-    if (llvm::is_contained(kReservedArgNames, name))
+    if (isReservedArgName(name) || op.getTensor(name))
       return op.emitOpError() << "extra argument #" << position << " name '"
                               << name << "' is taken by the kernel's own "
                                          "arguments and sizes";
@@ -278,61 +325,155 @@ static LogicalResult verifyRunTimeShape(KernelOp kernel, StringRef name,
   return success();
 }
 
+/// How messages name sequence tensor `decl`: the forward's five by their
+/// capitals (Q, K, V, O, LSE), a declared one by its name.
+static std::string describeTensor(KernelOp op, TensorAttr decl) {
+  if (!op.getTensorsAttr())
+    return decl.getName().getValue().upper();
+  return ("tensor '" + decl.getName().getValue() + "'").str();
+}
+
+/// A declaration's own rules: its name, role and sizes.
+static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
+                                      llvm::StringSet<> &seen) {
+  StringRef name = decl.getName().getValue();
+  if (std::optional<std::string> why = explainInvalidKernelName(name))
+    return op.emitOpError() << "tensor name '" << name
+                            << "' is invalid: " << *why;
+  if (isReservedArgName(name))
+    return op.emitOpError() << "tensor name '" << name
+                            << "' is taken by the kernel's own scalar and "
+                               "sizes";
+  if (!seen.insert(name).second)
+    return op.emitOpError() << "tensor name '" << name << "' is used twice";
+  StringRef role = decl.getRole().getValue();
+  if (role != "in" && role != "out" && role != "accumulate")
+    return op.emitOpError() << "tensor '" << name << "' has role '" << role
+                            << "'; expected in, out or accumulate";
+  StringRef rows = decl.getRows().getValue(), heads = decl.getHeads().getValue();
+  for (abi::SequenceSide side : abi::kSequenceSides)
+    if (rows == side.rows && heads == side.heads)
+      return success();
+  return op.emitOpError() << "tensor '" << name << "' has rows '" << rows
+                          << "' and heads '" << heads << "'; expected "
+                          << abi::kQuerySide.rows << " and "
+                          << abi::kQuerySide.heads << " (query side) or "
+                          << abi::kKeySide.rows << " and "
+                          << abi::kKeySide.heads << " (key side)";
+}
+
+/// The sequence tensors: each a rank-4 (batch, rows, heads, dim) tensor or
+/// a rank-3 f32 (batch, heads, rows) one, in global memory with run-time
+/// sizes and strides; then what attention asks of q, k, v, o and lse.
+static LogicalResult verifyTensorCount(KernelOp op) {
+  size_t declared = op.getTensorDecls().size();
+  unsigned args = op.getBodyBlock().getNumArguments();
+  if (args >= declared)
+    return success();
+  if (!op.getTensorsAttr())
+    return op.emitOpError() << "expects " << declared
+                            << " tensor arguments (Q, K, V, O, LSE), got "
+                            << args;
+  return op.emitOpError() << "declares " << declared << " tensors but has "
+                          << args << " arguments";
+}
+
+static LogicalResult verifyTensors(KernelOp op) {
+  SmallVector<TensorAttr> decls = op.getTensorDecls();
+  Block &body = op.getBodyBlock();
+  bool declared = static_cast<bool>(op.getTensorsAttr());
+  llvm::StringSet<> seen;
+  Type sixteenBit;
+  for (auto [i, decl] : llvm::enumerate(decls)) {
+    if (declared && failed(verifyTensorDecl(op, decl, seen)))
+      return failure();
+    std::string what = describeTensor(op, decl);
+    Type argType = body.getArgument(i).getType();
+    auto type = dyn_cast<MemRefType>(argType);
+    // The forward's LSE is its fifth; a declared tensor of rank 3 is one.
+    bool rowTensor = declared ? type && type.getRank() == 3 : i == 4;
+    unsigned rank = rowTensor ? 3 : 4;
+    if (!type || type.getRank() != rank) {
+      if (!declared)
+        return op.emitOpError() << what << " must be a rank-" << rank
+                                << " memref, got " << argType;
+      return op.emitOpError() << what
+                              << " must be a rank-4 (batch, rows, heads, "
+                                 "dim) or rank-3 (batch, heads, rows) "
+                                 "memref, got "
+                              << argType;
+    }
+    if (!hasContiguousLastDim(type))
+      return op.emitOpError() << what
+                              << " must have a contiguous last dimension "
+                                 "(stride 1), got "
+                              << type;
+    if (failed(verifyRunTimeShape(op, what, type, rowTensor)))
+      return failure();
+    Type elt = type.getElementType();
+    if (rowTensor && !elt.isF32())
+      return op.emitOpError() << what << " must be f32, got " << elt;
+    if (!declared)
+      continue;
+    if (decl.getRole().getValue() == "accumulate" && !elt.isF32())
+      return op.emitOpError() << what << " is accumulated with f32 atomics, "
+                                         "so it must be f32, got "
+                              << elt;
+    if (rowTensor)
+      continue;
+    if (!elt.isF16() && !elt.isBF16() && !elt.isF32())
+      return op.emitOpError() << what << " has element type " << elt
+                              << "; supported: f16, bf16, f32";
+    if (failed(verifyHeadDim(op, what + " head dim", type.getDimSize(3))))
+      return failure();
+    // One 16-bit operand type per kernel, as attention's Q, K, V, O share.
+    if (elt.isF32())
+      continue;
+    if (sixteenBit && elt != sixteenBit)
+      return op.emitOpError() << "mismatched dtypes: " << what << " is "
+                              << elt << " but an earlier tensor is "
+                              << sixteenBit;
+    sixteenBit = elt;
+  }
+
+  // What attention asks of the tensors it names.
+  auto typeOf = [](Value v) {
+    return v ? cast<MemRefType>(v.getType()) : MemRefType();
+  };
+  MemRefType q = typeOf(op.getQ()), k = typeOf(op.getK()),
+             v = typeOf(op.getV()), o = typeOf(op.getO());
+  if (q) {
+    Type dtype = q.getElementType();
+    if (!dtype.isF16() && !dtype.isBF16())
+      return op.emitOpError() << "Q has element type " << dtype
+                              << "; supported: f16, bf16";
+    for (auto [name, type] : {std::pair{"K", k}, {"V", v}, {"O", o}})
+      if (type && type.getElementType() != dtype)
+        return op.emitOpError() << "mismatched dtypes: Q is " << dtype
+                                << " but " << name << " is "
+                                << type.getElementType();
+    if (failed(verifyHeadDim(op, "head_dim", q.getDimSize(3))))
+      return failure();
+  }
+  if (v && failed(verifyHeadDim(op, "head_dim_v", v.getDimSize(3))))
+    return failure();
+  if (q && k && k.getDimSize(3) != q.getDimSize(3))
+    return op.emitOpError() << "K has head_dim " << k.getDimSize(3)
+                            << " but Q has " << q.getDimSize(3);
+  if (v && o && o.getDimSize(3) != v.getDimSize(3))
+    return op.emitOpError() << "O has head_dim " << o.getDimSize(3)
+                            << " but V has " << v.getDimSize(3);
+  return success();
+}
+
 LogicalResult KernelOp::verify() {
   if (std::optional<std::string> why = explainInvalidKernelName(getSymName()))
     return emitOpError() << "name '" << getSymName()
                          << "' cannot be a kernel's PTX name: " << *why;
   Block &body = getBodyBlock();
-  static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
-  if (body.getNumArguments() < kNumTensors)
-    return emitOpError() << "expects " << kNumTensors
-                         << " tensor arguments (Q, K, V, O, LSE), got "
-                         << body.getNumArguments();
-  if (failed(verifyExtraArgs(*this)))
+  if (failed(verifyTensorCount(*this)) || failed(verifyExtraArgs(*this)) ||
+      failed(verifyTensors(*this)))
     return failure();
-
-  SmallVector<MemRefType> types;
-  for (auto [i, arg] :
-       llvm::enumerate(body.getArguments().take_front(kNumTensors))) {
-    auto type = dyn_cast<MemRefType>(arg.getType());
-    unsigned rank = i == 4 ? 3 : 4;
-    if (!type || type.getRank() != rank)
-      return emitOpError() << names[i] << " must be a rank-" << rank
-                           << " memref, got " << arg.getType();
-    if (!hasContiguousLastDim(type))
-      return emitOpError() << names[i]
-                           << " must have a contiguous last dimension "
-                              "(stride 1), got "
-                           << type;
-    if (failed(verifyRunTimeShape(*this, names[i], type, i == 4)))
-      return failure();
-    types.push_back(type);
-  }
-
-  Type dtype = types[0].getElementType();
-  if (!dtype.isF16() && !dtype.isBF16())
-    return emitOpError() << "Q has element type " << dtype
-                         << "; supported: f16, bf16";
-  for (unsigned i = 1; i < 4; ++i)
-    if (types[i].getElementType() != dtype)
-      return emitOpError() << "mismatched dtypes: Q is " << dtype << " but "
-                           << names[i] << " is "
-                           << types[i].getElementType();
-  if (!types[4].getElementType().isF32())
-    return emitOpError() << "LSE must be f32, got "
-                         << types[4].getElementType();
-
-  int64_t headDim = types[0].getDimSize(3);
-  int64_t headDimV = types[2].getDimSize(3);
-  if (failed(verifyHeadDim(*this, "head_dim", headDim)) ||
-      failed(verifyHeadDim(*this, "head_dim_v", headDimV)))
-    return failure();
-  if (types[1].getDimSize(3) != headDim)
-    return emitOpError() << "K has head_dim " << types[1].getDimSize(3)
-                         << " but Q has " << headDim;
-  if (types[3].getDimSize(3) != headDimV)
-    return emitOpError() << "O has head_dim " << types[3].getDimSize(3)
-                         << " but V has " << headDimV;
   // Kernel level (an attn.attention) or tile level (none), never both: the
   // plan and the expansion describe one attention and nothing else.
   AttentionOp attention;
@@ -446,19 +587,24 @@ static LogicalResult verifyHooks(Operation *op, Region &scoreMod,
 
 LogicalResult AttentionOp::verify() {
   auto kernel = (*this)->getParentOfType<KernelOp>();
+  // The forward's interface is attention's: its five tensors, in order.
+  if (kernel.getTensorsAttr() &&
+      kernel.getTensorsAttr() !=
+          ArrayAttr::get(getContext(),
+                         llvm::to_vector_of<Attribute>(
+                             KernelOp::getDefaultTensorDecls(getContext()))))
+    return emitOpError() << "needs the forward's tensors (q, k, v, o, lse: "
+                            "the kernel's default); the kernel declares "
+                            "others";
   static const char *const names[] = {"Q", "K", "V", "O", "LSE"};
-  for (auto [i, operand] :
-       llvm::enumerate(getOperands().take_front(KernelOp::kNumTensors)))
+  for (auto [i, operand] : llvm::enumerate(getOperands().take_front(5)))
     if (operand != kernel.getBodyBlock().getArgument(i))
       return emitOpError() << "operand #" << i << " must be the kernel's "
                            << names[i] << " argument";
-  if (Value table = getBlockTable()) {
-    auto arg = dyn_cast<BlockArgument>(table);
-    if (!arg || arg.getOwner() != &kernel.getBodyBlock() ||
-        arg.getArgNumber() < KernelOp::kNumTensors)
+  if (Value table = getBlockTable())
+    if (kernel.getExtraArgIndex(table) < 0)
       return emitOpError() << "pages: the block table must be one of the "
                               "kernel's extra arguments (after LSE)";
-  }
 
   int64_t left = getWindowLeft(), right = getWindowRight();
   if (left < -1 || right < -1 || left > kMaxSequenceExtent ||
@@ -486,16 +632,15 @@ LogicalResult AttentionOp::verify() {
 // Hook reads
 //===----------------------------------------------------------------------===//
 
-/// The names attn.size accepts: the launch plan's size names.
-static const char *const kSizeNames[] = {"batch", "seqlen_q", "seqlen_k",
-                                         "heads_q", "heads_kv"};
-
 LogicalResult SizeOp::verify() {
-  if (!llvm::is_contained(kSizeNames, getName()))
-    return emitOpError() << "size '" << getName()
-                         << "' is unknown; expected one of batch, seqlen_q, "
-                            "seqlen_k, heads_q, heads_kv";
-  return success();
+  // The names attn.size accepts: the kernel rules' size names.
+  if (llvm::is_contained(abi::kSizeNames, getName()))
+    return success();
+  InFlightDiagnostic diag = emitOpError()
+                            << "size '" << getName()
+                            << "' is unknown; expected one of ";
+  llvm::interleaveComma(abi::kSizeNames, diag);
+  return diag;
 }
 
 LogicalResult KernelArgOp::verify() {
@@ -640,11 +785,7 @@ LogicalResult CopyAsyncOp::verify() {
 /// when it is not one.
 static int64_t getExtraArgIndex(Operation *op, Value value) {
   auto kernel = op->getParentOfType<KernelOp>();
-  auto arg = dyn_cast<BlockArgument>(value);
-  if (!kernel || !arg || arg.getOwner() != &kernel.getBodyBlock() ||
-      arg.getArgNumber() < KernelOp::kNumTensors)
-    return -1;
-  return arg.getArgNumber() - KernelOp::kNumTensors;
+  return kernel ? kernel.getExtraArgIndex(value) : -1;
 }
 
 /// Checks that `value`, an operand of `op` named `what`, is a rank-2 extra

@@ -66,11 +66,9 @@ static bool isHookValueType(Type type) {
   return isa<MemRefType>(type);
 }
 
-/// True when `value` is an extra argument (after LSE) of `kernel`.
+/// True when `value` is an extra argument (after the tensors) of `kernel`.
 static bool isExtraArg(KernelOp kernel, Value value) {
-  auto arg = dyn_cast<BlockArgument>(value);
-  return arg && arg.getOwner() == &kernel.getBodyBlock() &&
-         arg.getArgNumber() >= KernelOp::kNumTensors;
+  return kernel.getExtraArgIndex(value) >= 0;
 }
 
 void attn::readKernelArgsThroughKernelArgOps(Region &hook, KernelOp kernel) {
@@ -86,7 +84,7 @@ void attn::readKernelArgsThroughKernelArgOps(Region &hook, KernelOp kernel) {
         continue;
       Value &replacement = replacements[arg];
       if (!replacement)
-        replacement = KernelArgOp::create(b, arg.getLoc(), arg);
+        replacement = KernelArgOp::create(b, arg.getLoc(), kernel, arg);
       operand.set(replacement);
     }
   });

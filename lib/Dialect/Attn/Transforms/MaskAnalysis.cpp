@@ -133,7 +133,7 @@ void KeyRangeBuilder::cloneRowOnly(Operation &op) {
     }
     // A kernel argument read from outside the hook.
     auto arg = cast<BlockArgument>(operand);
-    Value clone = KernelArgOp::create(b, loc, arg);
+    Value clone = KernelArgOp::create(b, loc, kernel, arg);
     rowOnly[operand] = clone;
     mono[operand] = Mono::Const;
     mapping.map(operand, clone);

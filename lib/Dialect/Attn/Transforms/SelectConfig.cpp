@@ -1,6 +1,7 @@
 //===- SelectConfig.cpp - attn-select-config and the config search --------===//
 
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
+#include "flashtile/Dialect/Attn/Analysis/TileProgramInvariants.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
 #include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
@@ -255,7 +256,8 @@ struct AttnSelectConfigPass
 
   void runOnOperation() override {
     KernelOp kernel = getOperation();
-    if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+    if (failed(checkCodePathImplemented(kernel, kernel.getArch())) ||
+        failed(verifyAttentionTensors(kernel)))
       return signalPassFailure();
     // Options are user input: 0 (or -1 for q-in-regs) means "search", any
     // other value must be a real pin.

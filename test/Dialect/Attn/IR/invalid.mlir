@@ -647,7 +647,7 @@ attn.kernel @"caf\C3\A9" arch(#attn.arch<sm_120>) {
 
 !t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{has 1 extra argument(s) after LSE but arg_names lists 0; name each extra argument}}
+// expected-error @below {{has 1 extra argument(s) after its tensors but arg_names lists 0; name each extra argument}}
 attn.kernel @unnamed_extra arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %x: i32):
 }
@@ -1017,4 +1017,99 @@ attn.kernel @copy_tile_src arch(#attn.arch<sm_120>) {
   %c0 = arith.constant 0 : index
   // expected-error @below {{the source must be an extra tensor argument of the kernel (one named in arg_names)}}
   attn.copy_tile %lse[%c0, %c0] -> %as[%c0] : memref<?x?x?xf32> -> memref<1x64x64xf32, 3>
+}
+
+// -----
+
+// Declared tensors (#attn.tensor): each is checked against its declaration.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{declares 2 tensors but has 1 arguments}}
+attn.kernel @decl_count arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor 'do' has rows 'seqlen_q' and heads 'heads_kv'; expected seqlen_q and heads_q (query side) or seqlen_k and heads_kv (key side)}}
+attn.kernel @decl_side arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "in", "seqlen_q", "heads_kv">]} {
+^bb0(%do: !t):
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor 'do' has role 'inout'; expected in, out or accumulate}}
+attn.kernel @decl_role arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "inout", "seqlen_q", "heads_q">]} {
+^bb0(%do: !t):
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor name 'do' is used twice}}
+attn.kernel @decl_twice arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">]} {
+^bb0(%a: !t, %b: !t):
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor name 'seqlen_q' is taken by the kernel's own scalar and sizes}}
+attn.kernel @decl_reserved arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"seqlen_q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%a: !t):
+}
+
+// -----
+
+// expected-error @below {{tensor 'dq' is accumulated with f32 atomics, so it must be f32, got 'bf16'}}
+attn.kernel @decl_accumulate arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q">]} {
+^bb0(%dq: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>):
+}
+
+// -----
+
+// expected-error @below {{tensor 'd' must be a rank-4 (batch, rows, heads, dim) or rank-3 (batch, heads, rows) memref, got 'memref<?x?xf32>'}}
+attn.kernel @decl_rank arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"d", "out", "seqlen_q", "heads_q">]} {
+^bb0(%d: memref<?x?xf32>):
+}
+
+// -----
+
+// expected-error @below {{tensor 'd' must be f32, got 'bf16'}}
+attn.kernel @decl_rows_type arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"d", "out", "seqlen_q", "heads_q">]} {
+^bb0(%d: memref<?x?x?xbf16>):
+}
+
+// -----
+
+// expected-error @below {{tensor 'dv' head dim = 60 is not supported}}
+attn.kernel @decl_head_dim arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dv", "out", "seqlen_k", "heads_kv">]} {
+^bb0(%dv: memref<?x?x?x60xbf16, strided<[?, ?, ?, 1]>>):
+}
+
+// -----
+
+// expected-error @below {{mismatched dtypes: tensor 'dk' is 'f16' but an earlier tensor is 'bf16'}}
+attn.kernel @decl_dtypes arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"dk", "out", "seqlen_k", "heads_kv">]} {
+^bb0(%do: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>, %dk: memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>):
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{extra argument #1 name 'do' is taken by the kernel's own arguments and sizes}}
+attn.kernel @decl_extra_name arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "in", "seqlen_q", "heads_q">], arg_names = ["do"]} {
+^bb0(%do: !t, %x: i32):
+}
+
+// -----
+
+// The forward's attention needs the forward's interface.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @decl_attention arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"k", "in", "seqlen_k", "heads_kv">, #attn.tensor<"v", "in", "seqlen_k", "heads_kv">, #attn.tensor<"o", "out", "seqlen_q", "heads_q">, #attn.tensor<"lse", "accumulate", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{needs the forward's tensors (q, k, v, o, lse: the kernel's default); the kernel declares others}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }

@@ -117,3 +117,18 @@ attn.kernel @mma_forms arch(#attn.arch<sm_120>) {
   %sf = attn.mma %af, %bf[%j] {transpose_b} : memref<1x64x128xf8E4M3FN, 3>, memref<1x32x128xf8E4M3FN, 3> -> !attn.frag<64x32xf32>
   %p8 = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xi8, a>
 }
+
+// A kernel that declares its own sequence tensors (a backward's): two
+// inputs on either side, a row tensor and an accumulated f32 one.
+// CHECK-LABEL: attn.kernel @declared_tensors
+// CHECK-SAME:    tensors = [#attn.tensor<"k", "in", "seqlen_k", "heads_kv">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"d", "out", "seqlen_q", "heads_q">, #attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q">]
+attn.kernel @declared_tensors arch(#attn.arch<sm_120>) attributes {
+    tensors = [#attn.tensor<"k", "in", "seqlen_k", "heads_kv">,
+               #attn.tensor<"do", "in", "seqlen_q", "heads_q">,
+               #attn.tensor<"d", "out", "seqlen_q", "heads_q">,
+               #attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q">]} {
+^bb0(%k: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+     %do: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+     %d: memref<?x?x?xf32, strided<[?, ?, 1]>>,
+     %dq: memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>):
+}

@@ -22,3 +22,12 @@ attn.kernel @nothing_fits arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }
+
+// -----
+
+// A kernel that declares its own tensors without attention's cannot be
+// sized by the cost model yet.
+// expected-error @below {{declares no tensor 'q': the tile pipeline (config selection, the allocator's checks, the lowering) sizes a kernel by attention's q, k, v, o and lse}}
+attn.kernel @no_q arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "in", "seqlen_q", "heads_q">]} {
+^bb0(%do: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>):
+}

@@ -1,8 +1,6 @@
-//===- FragmentLayoutTest.cpp - Fragment layout and kernel ABI ------------===//
+//===- FragmentLayoutTest.cpp - Fragment layout ---------------------------===//
 
 #include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
-#include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
-#include "flashtile/DSL/FlashAttention.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -10,7 +8,6 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringSet.h"
 #include "gtest/gtest.h"
 
 using namespace mlir;
@@ -93,42 +90,4 @@ TEST(FragmentLayoutTest, AccumulatorsOfTwoNTilesAreOneATile) {
       EXPECT_EQ(accRow, aRow) << "r=" << r << " half=" << half;
       EXPECT_EQ(8 * tile + accCol, aCol) << "r=" << r << " half=" << half;
     }
-}
-
-TEST(KernelABITest, ParametersFollowTheKernelOp) {
-  MLIRContext ctx;
-  ctx.loadDialect<AttnDialect, arith::ArithDialect>();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-  dsl::AttentionSpec spec;
-  spec.extraArgs = {{"slopes", dsl::DType::F32, 2}, {"cap", dsl::DType::I32, -1}};
-  FailureOr<KernelOp> kernel =
-      dsl::buildAttentionKernel(*module, spec, UnknownLoc::get(&ctx));
-  ASSERT_TRUE(succeeded(kernel));
-  std::vector<plan::Param> params = getKernelParams(*kernel);
-  // The fixed prefix, then slopes (pointer, 2 extents, 2 strides), then cap.
-  ASSERT_EQ(params.size(), size_t(kNumFixedKernelParams) + 5 + 1);
-  llvm::StringSet<> names;
-  for (const plan::Param &param : params)
-    EXPECT_TRUE(names.insert(param.name).second) << param.name;
-  for (unsigned i = kParamQ; i <= kParamLse; ++i)
-    EXPECT_EQ(params[i].type, plan::ParamType::Ptr);
-  EXPECT_EQ(params[kParamSeqlenQ].name, "seqlen_q");
-  EXPECT_EQ(params[kParamSeqlenQ].source.kind, plan::ParamSource::Kind::Value);
-  EXPECT_EQ(params[kParamHeadsKV].name, "heads_kv");
-  EXPECT_EQ(params[kParamFirstStride].name, "q.stride_batch");
-  EXPECT_EQ(params[kParamFirstStride + 11].name, "o.stride_head");
-  EXPECT_EQ(params[kParamFirstStride + 11].source.index, 2);
-  EXPECT_EQ(params[kParamLseStrideHead].source.arg, "lse");
-  EXPECT_EQ(params[kParamLseStrideHead].source.index, 1);
-  EXPECT_EQ(params[kParamSoftmaxScale].type, plan::ParamType::F32);
-  const plan::Param *extra = &params[kNumFixedKernelParams];
-  EXPECT_EQ(extra[0].name, "slopes");
-  EXPECT_EQ(extra[0].source.kind, plan::ParamSource::Kind::Data);
-  EXPECT_EQ(extra[2].name, "slopes.size1");
-  EXPECT_EQ(extra[2].source.kind, plan::ParamSource::Kind::Dim);
-  EXPECT_EQ(extra[3].name, "slopes.stride0");
-  EXPECT_EQ(extra[3].source.kind, plan::ParamSource::Kind::Stride);
-  EXPECT_EQ(extra[5].name, "cap");
-  EXPECT_EQ(extra[5].type, plan::ParamType::I32);
-  EXPECT_EQ(extra[5].source.kind, plan::ParamSource::Kind::Scalar);
 }

@@ -26,6 +26,12 @@ namespace flashtile::attn {
 /// Emits an error at the first op that breaks one, with the numbers.
 mlir::LogicalResult verifyTileProgramInvariants(KernelOp kernel);
 
+/// Config selection, the invariants above and the lowering size a kernel by
+/// attention's tensors (Q's and V's head dims, Q's dtype): a kernel that
+/// declares its own tensors must include q, k, v, o and lse to enter them.
+/// Emits an error at the kernel otherwise.
+mlir::LogicalResult verifyAttentionTensors(KernelOp kernel);
+
 } // namespace flashtile::attn
 
 #endif // FLASHTILE_DIALECT_ATTN_ANALYSIS_TILEPROGRAMINVARIANTS_H

@@ -110,7 +110,7 @@ def Attn_ProblemAttr : AttrDef<Attn_Dialect, "Problem"> {
     kernel still answers "what does this compute" (for the launch plan, the
     report and later passes) without a snapshot on the side. The window is
     the effective one: causal is `window_right = 0`; -1 is unbounded.
-    `page_table` is the extra argument (0 is the first after LSE) that pages
+    `page_table` is the extra argument (0 is the first after the tensors) that pages
     K and V (the attention's `pages`), -1 when they are contiguous.
 
     ```mlir
@@ -121,6 +121,34 @@ def Attn_ProblemAttr : AttrDef<Attn_Dialect, "Problem"> {
                         "int64_t":$window_right, "::mlir::FloatAttr":$softmax_scale,
                         DefaultValuedParameter<"int64_t", "-1">:$page_table);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// #attn.tensor
+//===----------------------------------------------------------------------===//
+
+def Attn_TensorAttr : AttrDef<Attn_Dialect, "Tensor"> {
+  let mnemonic = "tensor";
+  let summary = "One of a kernel's sequence tensors: its name, role and sizes";
+  let description = [{
+    Declares a block argument of an `attn.kernel` as one of its sequence
+    tensors: a rank-4 `(batch, rows, heads, dim)` tensor (f16, bf16 or f32,
+    dim static and contiguous) or a rank-3 f32 `(batch, heads, rows)` tensor
+    of one value per row (rows contiguous). `rows` and `heads` name the
+    run-time sizes of its sequence and head dimensions, from the kernel
+    rules' size names (`flashtile/ABI/KernelRules.h`): `seqlen_q` /
+    `heads_q` on the query side, `seqlen_k` / `heads_kv` on the key side.
+    `role` is what the kernel does with it: `in` (reads), `out` (writes) or
+    `accumulate` (adds to it with f32 atomics; f32 only). The name becomes
+    the launch plan's argument name.
+
+    ```mlir
+    #attn.tensor<"do", "in", "seqlen_q", "heads_q">
+    ```
+  }];
+  let parameters = (ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$role,
+                        "::mlir::StringAttr":$rows, "::mlir::StringAttr":$heads);
+  let assemblyFormat = "`<` $name `,` $role `,` $rows `,` $heads `>`";
 }
 
 //===----------------------------------------------------------------------===//

@@ -31,8 +31,10 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     Symbol, IsolatedFromAbove, SingleBlock, NoTerminator]> {
   let summary = "An attention kernel: its tensors, its chip and its config";
   let description = [{
-    One GPU kernel. The entry block's arguments are the kernel's tensors, in
-    this order:
+    One GPU kernel. The entry block's first arguments are the kernel's
+    sequence tensors, which `tensors` declares (`#attn.tensor`: name, role
+    and the sizes of their rows and heads); the forward's five are the
+    default when `tensors` is absent, in this order:
 
     | arg | shape | element type |
     |---|---|---|
@@ -46,13 +48,18 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     and every stride but the last is a run-time value too (a PyTorch
     (B, H, S, D) tensor is a transposed view of this layout).
 
-    Extra arguments may follow LSE, for the variant hooks to read: tensors
+    A kernel that declares `tensors` lists its own (a backward kernel's dO,
+    dQ, dK, dV ...): each rank-4 `(batch, rows, heads, dim)` in f16, bf16 or
+    f32, or rank-3 f32 `(batch, heads, rows)`, with run-time sizes and
+    strides as above. The ops that compute attention ask for Q, K, V, O
+    and LSE by their names (`q`, `k`, `v`, `o`, `lse`).
+
+    Extra arguments may follow the tensors, for the variant hooks to read: tensors
     (memrefs of any rank, f16/bf16/f32/i32/i64, any strides) and scalars
     (i32, i64, f32). `arg_names` names them, in order; the names are C
     identifiers and become the launch plan's argument names, so they may not
-    repeat or take a name the plan already uses (q, k, v, o, lse,
-    softmax_scale and the size names batch, seqlen_q, seqlen_k, heads_q,
-    heads_kv).
+    repeat or take a name the plan already uses (a tensor's, softmax_scale
+    and the size names batch, seqlen_q, seqlen_k, heads_q, heads_kv).
 
     The symbol is the kernel's name in PTX: a C identifier of at most 256
     characters that does not start with the reserved prefix `__flashtile`.
@@ -78,7 +85,9 @@ def Attn_KernelOp : Attn_Op<"kernel", [
                        OptionalAttr<I64Attr>:$smem_bytes,
                        OptionalAttr<StrArrayAttr>:$arg_names,
                        OptionalAttr<StrArrayAttr>:$arg_roles,
-                       OptionalAttr<Attn_ProblemAttr>:$problem);
+                       OptionalAttr<Attn_ProblemAttr>:$problem,
+                       OptionalAttr<TypedArrayAttrBase<Attn_TensorAttr,
+                           "sequence tensor declarations">>:$tensors);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `arch` `(` qualified($arch) `)`
@@ -86,19 +95,31 @@ def Attn_KernelOp : Attn_Op<"kernel", [
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    ::mlir::Value getQ() { return getBody().getArgument(0); }
-    ::mlir::Value getK() { return getBody().getArgument(1); }
-    ::mlir::Value getV() { return getBody().getArgument(2); }
-    ::mlir::Value getO() { return getBody().getArgument(3); }
-    ::mlir::Value getLse() { return getBody().getArgument(4); }
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
-    /// Q, K, V, O, LSE.
-    static constexpr unsigned kNumTensors = 5;
-    /// The arguments after LSE.
+    /// The sequence tensors' declarations, in argument order: `tensors`,
+    /// or the forward's five (q, k, v, o, lse) when it is absent.
+    ::llvm::SmallVector<TensorAttr> getTensorDecls();
+    /// The forward's five, the default of `tensors`.
+    static ::llvm::SmallVector<TensorAttr>
+    getDefaultTensorDecls(::mlir::MLIRContext *ctx);
+    unsigned getNumTensors();
+    /// The sequence tensor named `name`, or null.
+    ::mlir::Value getTensor(::llvm::StringRef name);
+    /// The tensors that attention reads and writes, by name (null when the
+    /// kernel declares no tensor of that name).
+    ::mlir::Value getQ() { return getTensor("q"); }
+    ::mlir::Value getK() { return getTensor("k"); }
+    ::mlir::Value getV() { return getTensor("v"); }
+    ::mlir::Value getO() { return getTensor("o"); }
+    ::mlir::Value getLse() { return getTensor("lse"); }
+    /// The arguments after the sequence tensors.
     ::mlir::Block::BlockArgListType getExtraArgs() {
-      return getBodyBlock().getArguments().drop_front(kNumTensors);
+      return getBodyBlock().getArguments().drop_front(getNumTensors());
     }
-    /// The name of extra argument `i` (0 is the first after LSE).
+    /// The index among the extra arguments of `value`, or -1 when it is not
+    /// one of them.
+    int64_t getExtraArgIndex(::mlir::Value value);
+    /// The name of extra argument `i` (0 is the first after the tensors).
     ::llvm::StringRef getExtraArgName(unsigned i);
     /// The declared role of extra argument `i`: "in" (read; the default),
     /// "out" (written by attn.store_tile) or "accumulate" (added to by
@@ -110,7 +131,7 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     /// (getTileProgramProblem).
     ProblemAttr getProblemInfo();
     ProblemAttr getTileProgramProblem();
-    /// The extra argument (0 is the first after LSE) that pages K and V
+    /// The extra argument (0 is the first after the tensors) that pages K and V
     /// (getProblemInfo's page_table), or -1: contiguous, or no problem.
     int64_t getPageTableArg();
   }];
@@ -225,7 +246,7 @@ def Attn_KernelArgOp : Attn_Op<"kernel_arg", [Pure]> {
   let summary = "Extra argument `index` of the enclosing kernel";
   let description = [{
     The tile-level form of a hook's reference to a kernel argument after
-    LSE: hook regions at the tile level are isolated from above, so the
+    its tensors: hook regions at the tile level are isolated from above, so the
     expansion replaces each use of an extra argument with this op.
 
     ```mlir
@@ -234,9 +255,10 @@ def Attn_KernelArgOp : Attn_Op<"kernel_arg", [Pure]> {
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
   let results = (outs AnyType:$result);
-  let builders = [OpBuilder<(ins "::mlir::BlockArgument":$kernelArg), [{
+  let builders = [OpBuilder<(ins "KernelOp":$kernel,
+                                 "::mlir::BlockArgument":$kernelArg), [{
     build($_builder, $_state, kernelArg.getType(),
-          kernelArg.getArgNumber() - KernelOp::kNumTensors);
+          kernel.getExtraArgIndex(kernelArg));
   }]>];
   let assemblyFormat = "$index attr-dict `:` qualified(type($result))";
   let hasVerifier = 1;
