@@ -10,7 +10,7 @@
 
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
 #include "flashtile/Target/PTX.h"
 

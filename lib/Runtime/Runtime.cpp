@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Runtime/Runtime.h"
-#include "Messages.h"
+#include "../ABI/Messages.h"
 
 #include <dlfcn.h>
 

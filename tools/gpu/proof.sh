@@ -81,7 +81,8 @@ run_check="$build/bin/flashtile-run-check"
 # 2. Unit tests.
 if want tests; then
 if [ -x "$build/test/Runtime/FlashTileRuntimeTests" ]; then
-  timeout 120 "$build/test/Runtime/FlashTileRuntimeTests" > "$out/gtest.log" 2>&1
+  { timeout 120 "$build/test/ABI/FlashTileABITests" &&
+    timeout 120 "$build/test/Runtime/FlashTileRuntimeTests"; } > "$out/gtest.log" 2>&1
   status=$?
   stage gtest "$(verdict $status)" "$(grep -E '^\[  (PASSED|FAILED)  \]' "$out/gtest.log" | head -2 | tr '\n' ' ')"
 else

@@ -12,7 +12,7 @@
 #ifndef FLASHTILE_ABI_KERNELRULES_H
 #define FLASHTILE_ABI_KERNELRULES_H
 
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include <cmath>
 #include <cstdint>

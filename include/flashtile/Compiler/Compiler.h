@@ -27,7 +27,7 @@
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
 #include "flashtile/Target/PTX.h"
 

@@ -14,7 +14,7 @@
 #include "flashtile/DSL/Hooks.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include <optional>

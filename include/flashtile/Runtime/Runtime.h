@@ -27,7 +27,7 @@
 #ifndef FLASHTILE_RUNTIME_RUNTIME_H
 #define FLASHTILE_RUNTIME_RUNTIME_H
 
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include <array>
 #include <cstdint>

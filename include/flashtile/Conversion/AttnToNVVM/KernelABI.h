@@ -5,7 +5,7 @@
 // and layout rules, the named run-time sizes, the checks a launch must pass
 // and the grid. The lowering builds the kernel's signature and reads the
 // grid from here; the compiler writes the same facts into the launch plan
-// (flashtile/Runtime/LaunchPlan.h), which the runtime packs from. Nothing
+// (flashtile/ABI/LaunchPlan.h), which the runtime packs from. Nothing
 // else lists parameters.
 //
 // The kernel's sequence tensors come first (attn.kernel's `tensors`; by
@@ -81,7 +81,7 @@
 #include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include <array>
 #include <string>

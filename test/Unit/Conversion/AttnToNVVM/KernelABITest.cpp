@@ -2,7 +2,7 @@
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 #include "flashtile/DSL/FlashAttention.h"
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashtile/Runtime/LaunchPlan.h"
+#include "flashtile/ABI/LaunchPlan.h"
 
 #include "ExamplePlan.h"
 

@@ -20,8 +20,8 @@
 #pragma GCC diagnostic ignored "-Wdangling-reference"
 #endif
 
-#include "flashtile/Runtime/LaunchPlan.h"
-#include "flashtile/Runtime/SplitKV.h"
+#include "flashtile/ABI/LaunchPlan.h"
+#include "flashtile/ABI/SplitKV.h"
 #include "Messages.h"
 
 #include <nlohmann/json.hpp>

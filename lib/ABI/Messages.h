@@ -1,11 +1,11 @@
 //===- Messages.h - Building the run side's error messages ------*- C++ -*-===//
 //
-// Private to lib/Runtime.
+// Private to the LLVM-free side: lib/ABI and lib/Runtime.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHTILE_LIB_RUNTIME_MESSAGES_H
-#define FLASHTILE_LIB_RUNTIME_MESSAGES_H
+#ifndef FLASHTILE_LIB_ABI_MESSAGES_H
+#define FLASHTILE_LIB_ABI_MESSAGES_H
 
 #include <sstream>
 #include <string>
@@ -21,4 +21,4 @@ template <typename... Ts> std::string concat(const Ts &...parts) {
 
 } // namespace flashtile::runtime_detail
 
-#endif // FLASHTILE_LIB_RUNTIME_MESSAGES_H
+#endif // FLASHTILE_LIB_ABI_MESSAGES_H

@@ -1,6 +1,6 @@
 //===- SplitKV.cpp - How many ways to split a launch's KV sequence --------===//
 
-#include "flashtile/Runtime/SplitKV.h"
+#include "flashtile/ABI/SplitKV.h"
 
 #include <algorithm>
 #include <vector>

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHTILE_RUNTIME_SPLITKV_H
-#define FLASHTILE_RUNTIME_SPLITKV_H
+#ifndef FLASHTILE_ABI_SPLITKV_H
+#define FLASHTILE_ABI_SPLITKV_H
 
 #include <cstdint>
 
@@ -44,4 +44,4 @@ int64_t chooseKVSplits(const SplitKVProblem &problem);
 
 } // namespace flashtile::runtime
 
-#endif // FLASHTILE_RUNTIME_SPLITKV_H
+#endif // FLASHTILE_ABI_SPLITKV_H

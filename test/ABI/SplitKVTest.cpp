@@ -5,7 +5,7 @@
 // decode shapes: B x Hkv = 32 x 8 rows (Sq = 1, GQA packed), d = 128 with
 // 128-key tiles, two resident blocks per SM.
 
-#include "flashtile/Runtime/SplitKV.h"
+#include "flashtile/ABI/SplitKV.h"
 
 #include <gtest/gtest.h>
 

@@ -3,13 +3,14 @@
 // The launch plan is the one definition of how a compiled attention kernel
 // family is called. The compiler derives it from the `attn.kernel` op and
 // writes it next to the cubins; the runtime only reads and runs it. This
-// header and its implementation (lib/Runtime/LaunchPlan.cpp) are LLVM-free,
+// header and its implementation (lib/ABI/LaunchPlan.cpp) are LLVM-free,
 // so both sides include the same code: the format has one owner.
 //
 // A plan describes:
-//   * the user-facing arguments, in order: Q, K, V, O, LSE, then any extra
-//     tensors and scalars of the kernel (dtype, rank, role, the shape each
-//     dimension must have, alignment and stride rules);
+//   * the user-facing arguments, in order: the kernel's sequence tensors
+//     (Q, K, V, O, LSE for the forward), then any extra tensors and scalars
+//     of the kernel (dtype, rank, role, the shape each dimension must have,
+//     alignment and stride rules);
 //   * named run-time sizes ("batch", "seqlen_q", ...), each bound to one
 //     dimension of one argument;
 //   * checks over those sizes, each with the message a user sees;
@@ -33,8 +34,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHTILE_RUNTIME_LAUNCHPLAN_H
-#define FLASHTILE_RUNTIME_LAUNCHPLAN_H
+#ifndef FLASHTILE_ABI_LAUNCHPLAN_H
+#define FLASHTILE_ABI_LAUNCHPLAN_H
 
 #include <cstdint>
 #include <map>
@@ -298,4 +299,4 @@ std::optional<LaunchPlan> parseJson(std::string_view json, std::string &error);
 
 } // namespace flashtile::plan
 
-#endif // FLASHTILE_RUNTIME_LAUNCHPLAN_H
+#endif // FLASHTILE_ABI_LAUNCHPLAN_H
