@@ -51,7 +51,8 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
   int64_t tileM = ranges.getTileM(), tileN = ranges.getTileN();
   KVTiling tiling = getTiling(kernel, ranges);
-  Value nTiles = e.ceilDiv(seqlenK, tileN);
+  Value nTiles = emitPlanExpr(
+      e, func, formula::keyTiles(tileN, plan::Expr::named(abi::kKeySide.rows)));
   Value mBlock = LLVM::UDivOp::create(b, loc, pair, nTiles);
   Value nBlock = e.sub(pair, e.mul(mBlock, nTiles));
   KVTileRange<Value> window =
@@ -144,7 +145,8 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
   Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
   Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
-  Value mTiles = e.ceilDiv(seqlenQ, ranges.getTileM());
+  Value mTiles =
+      emitPlanExpr(e, func, formula::queryTiles(ranges.getTileM(), false));
   Block *entry = b.getInsertionBlock();
   Block *start = b.createBlock(&func.getBody(), func.getBody().end());
   // header(chunk, firstAny, lastAny, runStart, bestBegin, bestEnd)

@@ -242,14 +242,45 @@ static Expr mul(std::vector<Expr> operands) {
   return Expr::apply(Expr::Op::Mul, std::move(operands));
 }
 
+Expr formula::padded(Expr length, int64_t tile) {
+  return mul({Expr::ceilDiv(std::move(length), Expr::constant(tile)),
+              Expr::constant(tile)});
+}
+
+Expr formula::queryTiles(int64_t tileM, bool packed) {
+  // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
+  Expr rows = named(abi::kQuerySide.rows);
+  if (packed)
+    rows = mul({rows, Expr::apply(Expr::Op::Div, {named(abi::kQuerySide.heads),
+                                                  named(abi::kKeySide.heads)})});
+  return Expr::ceilDiv(rows, Expr::constant(tileM));
+}
+
+Expr formula::keyTiles(int64_t tileN, Expr seqlenK) {
+  return Expr::ceilDiv(std::move(seqlenK), Expr::constant(tileN));
+}
+
+Expr formula::heads(bool perHead) {
+  return perHead ? named(abi::kQuerySide.heads) : Expr::constant(1);
+}
+
+Expr formula::blockTilesRowBytes(int64_t tileN, Expr seqlenK) {
+  return padded(keyTiles(tileN, std::move(seqlenK)), kBlockTilesRowAlign);
+}
+
+Expr formula::diagonalTableRow(int64_t tileM, int64_t tileN, Expr seqlenK) {
+  return Expr::apply(Expr::Op::Add, {padded(named(abi::kQuerySide.rows), tileM),
+                                     padded(std::move(seqlenK), tileN)});
+}
+
+Expr formula::diagonalTableOrigin(int64_t tileM) {
+  return Expr::apply(Expr::Op::Sub, {padded(named(abi::kQuerySide.rows), tileM),
+                                     Expr::constant(1)});
+}
+
 Expr flashtile::getQueryTileCount(KernelOp kernel) {
   ConfigAttr config = kernel.getConfigAttr();
-  // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
-  Expr rows = named("seqlen_q");
-  if (config.getPackGqa())
-    rows = mul({rows, Expr::apply(Expr::Op::Div,
-                                  {named("heads_q"), named("heads_kv")})});
-  return Expr::ceilDiv(rows, Expr::constant(config.getTileM()));
+  return formula::queryTiles(config.getTileM(), config.getPackGqa());
 }
 
 Expr flashtile::getKVSplitsRule(KernelOp kernel, int64_t blocksPerSM) {
@@ -312,18 +343,17 @@ BlockRangesOp flashtile::getBlockRanges(KernelOp kernel) {
 }
 
 static Expr queryTiles(BlockRangesOp op) {
-  return Expr::ceilDiv(Expr::named("seqlen_q"), Expr::constant(op.getTileM()));
+  return formula::queryTiles(op.getTileM(), /*packed=*/false);
 }
 
 static Expr keyTiles(BlockRangesOp op) {
-  return Expr::ceilDiv(getSeqlenK(op->getParentOfType<KernelOp>()),
-                       Expr::constant(op.getTileN()));
+  return formula::keyTiles(op.getTileN(),
+                           getSeqlenK(op->getParentOfType<KernelOp>()));
 }
 
 /// The (heads, batch) axes of both block-mask kernels.
 static void setRowAxes(BlockRangesOp op, std::array<Expr, 3> &grid) {
-  grid[kGridAxisHead] =
-      op.getPerHead() ? Expr::named("heads_q") : Expr::constant(1);
+  grid[kGridAxisHead] = formula::heads(op.getPerHead());
   grid[kGridAxisBatch] = Expr::named("batch");
 }
 
@@ -359,11 +389,11 @@ std::array<Expr, 3> flashtile::getBlockTilesGrid(BlockRangesOp op) {
 
 Expr flashtile::getBlockTilesBytes(BlockRangesOp op) {
   std::array<Expr, 3> bytes;
-  Expr align = Expr::constant(kBlockTilesRowAlign);
   bytes[kGridAxisMBlock] = Expr::apply(
       Expr::Op::Mul,
       {queryTiles(op),
-       Expr::apply(Expr::Op::Mul, {Expr::ceilDiv(keyTiles(op), align), align})});
+       formula::blockTilesRowBytes(op.getTileN(),
+                                   getSeqlenK(op->getParentOfType<KernelOp>()))});
   setRowAxes(op, bytes);
   return product(bytes);
 }
@@ -410,24 +440,16 @@ DiagonalTable flashtile::getDiagonalTable(KernelOp kernel) {
 
 /// Entries of one row of the diagonal table (KernelABI.h).
 static Expr diagonalTableRow(const DiagonalTable &table) {
-  using Op = Expr::Op;
-  auto padded = [](Expr length, int64_t tile) {
-    return Expr::apply(Op::Mul, {Expr::ceilDiv(std::move(length),
-                                               Expr::constant(tile)),
-                                 Expr::constant(tile)});
-  };
-  return Expr::apply(
-      Op::Add,
-      {padded(Expr::named("seqlen_q"), table.tileM),
-       padded(getSeqlenK(table.op->getParentOfType<KernelOp>()), table.tileN)});
+  return formula::diagonalTableRow(
+      table.tileM, table.tileN,
+      getSeqlenK(table.op->getParentOfType<KernelOp>()));
 }
 
 std::array<Expr, 3> flashtile::getDiagonalTableGrid(const DiagonalTable &table) {
   std::array<Expr, 3> grid;
   grid[kGridAxisMBlock] = Expr::ceilDiv(diagonalTableRow(table),
                                         Expr::constant(kDiagonalTableThreads));
-  grid[kGridAxisHead] = table.term.usesHead ? Expr::named("heads_q")
-                                            : Expr::constant(1);
+  grid[kGridAxisHead] = formula::heads(table.term.usesHead);
   grid[kGridAxisBatch] =
       table.term.usesBatch ? Expr::named("batch") : Expr::constant(1);
   return grid;

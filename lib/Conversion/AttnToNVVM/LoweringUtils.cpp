@@ -262,6 +262,43 @@ Value lowering::getKernelParam(Operation *op, int64_t index) {
   return getFunc(op).getArgument(index);
 }
 
+Value lowering::emitPlanExpr(Emitter &e, Operation *anchor,
+                            const plan::Expr &expr) {
+  using Op = plan::Expr::Op;
+  auto operand = [&](size_t i) {
+    return emitPlanExpr(e, anchor, expr.operands[i]);
+  };
+  switch (expr.op) {
+  case Op::Const:
+    return e.i32(expr.value);
+  case Op::Name:
+    return getKernelParam(anchor, StringRef(expr.name));
+  case Op::CeilDiv:
+    // The formulas divide by tile sizes, which are constants.
+    assert(expr.operands[1].op == Op::Const && "a constant divisor");
+    return e.ceilDiv(operand(0), expr.operands[1].value);
+  default:
+    break;
+  }
+  // Binary operators. The right operand is emitted first: the order the
+  // kernels' hand-written arithmetic had (GCC evaluated its call arguments
+  // right to left), so that no kernel changed when the formulas became one.
+  Value rhs = operand(1);
+  Value lhs = operand(0);
+  switch (expr.op) {
+  case Op::Add:
+    return e.add(lhs, rhs);
+  case Op::Sub:
+    return e.sub(lhs, rhs);
+  case Op::Mul:
+    return e.mul(lhs, rhs);
+  case Op::Div:
+    return e.sdiv(lhs, rhs);
+  default:
+    llvm_unreachable("KernelABI's formulas use + - * / and ceil_div only");
+  }
+}
+
 Value lowering::getKernelParam(Operation *op, StringRef name) {
   LLVM::LLVMFuncOp func = getFunc(op);
   auto params = func->getAttrOfType<DictionaryAttr>(kTensorParamsAttrName);
@@ -399,10 +436,8 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
 
 Value lowering::getQueryTiles(Emitter &e, Operation *op) {
   ConfigAttr config = getKernelConfig(op);
-  Value rows = e.mul(getKernelParam(op, abi::kQuerySide.rows),
-                     e.sdiv(getKernelParam(op, abi::kQuerySide.heads),
-                            getKernelParam(op, abi::kKeySide.heads)));
-  return e.ceilDiv(rows, config.getTileM());
+  return emitPlanExpr(e, op,
+                      formula::queryTiles(config.getTileM(), /*packed=*/true));
 }
 
 bool lowering::hasKVSplitsParam(Operation *op) {
@@ -444,8 +479,8 @@ Value lowering::getWorkspaceParam(Operation *op, StringRef name) {
 Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
-  Value heads = op.getPerHead() ? getKernelParam(func, abi::kQuerySide.heads) : e.i32(1);
-  Value mTiles = e.ceilDiv(getKernelParam(func, abi::kQuerySide.rows), op.getTileM());
+  Value heads = emitPlanExpr(e, func, formula::heads(op.getPerHead()));
+  Value mTiles = emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   Value workspace = getWorkspaceParam(func, kBlockRangesWorkspace);
   return e.gep(workspace,
@@ -455,11 +490,12 @@ Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
 Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                  BlockRangesOp op, Value batch, Value head,
                                  Value mBlock, Value nBlock) {
-  Value heads = op.getPerHead() ? getKernelParam(func, abi::kQuerySide.heads) : e.i32(1);
-  Value mTiles = e.ceilDiv(getKernelParam(func, abi::kQuerySide.rows), op.getTileM());
-  Value nTiles = e.ceilDiv(getKernelParam(func, abi::kKeySide.rows), op.getTileN());
-  Value stride = e.mul(e.ceilDiv(nTiles, kBlockTilesRowAlign),
-                       kBlockTilesRowAlign);
+  Value heads = emitPlanExpr(e, func, formula::heads(op.getPerHead()));
+  Value mTiles = emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
+  Value stride = emitPlanExpr(
+      e, func,
+      formula::blockTilesRowBytes(op.getTileN(),
+                                  plan::Expr::named(abi::kKeySide.rows)));
   Value row = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   // 64-bit: the bytes of all rows may pass 2^31.
   Value index = e.add64(e.mul64(e.sext64(row), e.sext64(stride)),
@@ -467,29 +503,24 @@ Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
   return e.gep(getWorkspaceParam(func, kBlockTilesWorkspace), index);
 }
 
-/// ceil(length / tile) * tile.
-static Value padded(Emitter &e, Value length, int64_t tile) {
-  return e.mul(e.ceilDiv(length, tile), tile);
-}
-
 Value lowering::getDiagonalTableOrigin(Emitter &e, Operation *anchor,
                                        const DiagonalTable &table) {
-  return e.sub(padded(e, getKernelParam(anchor, abi::kQuerySide.rows), table.tileM),
-               e.i32(1));
+  return emitPlanExpr(e, anchor, formula::diagonalTableOrigin(table.tileM));
 }
 
 Value lowering::getDiagonalTableRowLength(Emitter &e, Operation *anchor,
                                           const DiagonalTable &table) {
-  return e.add(padded(e, getKernelParam(anchor, abi::kQuerySide.rows), table.tileM),
-               padded(e, getKernelParam(anchor, abi::kKeySide.rows), table.tileN));
+  return emitPlanExpr(
+      e, anchor,
+      formula::diagonalTableRow(table.tileM, table.tileN,
+                                plan::Expr::named(abi::kKeySide.rows)));
 }
 
 Value lowering::getDiagonalTableEntry(Emitter &e, Operation *anchor,
                                       const DiagonalTable &table, Value batch,
                                       Value head, Value index) {
   Value row = getDiagonalTableRowLength(e, anchor, table);
-  Value heads = table.term.usesHead ? getKernelParam(anchor, abi::kQuerySide.heads)
-                                    : e.i32(1);
+  Value heads = emitPlanExpr(e, anchor, formula::heads(table.term.usesHead));
   Value b = table.term.usesBatch ? batch : e.i32(0);
   Value h = table.term.usesHead ? head : e.i32(0);
   // 64-bit: rows * row may pass 2^31 entries.

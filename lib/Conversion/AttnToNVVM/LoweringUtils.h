@@ -147,6 +147,12 @@ ArchAttr getKernelArch(mlir::Operation *op);
 mlir::Value getKernelParam(mlir::Operation *op, llvm::StringRef name);
 /// Parameter `index` of that kernel (an extra argument's, KernelABI.h).
 mlir::Value getKernelParam(mlir::Operation *op, int64_t index);
+/// `expr`, one of KernelABI.h's formulas, as i32 IR over the parameters of
+/// the kernel `anchor` belongs to: the plan's expression and the kernel's
+/// arithmetic are the same tree. Sizes are non-negative, so division is
+/// the signed one.
+mlir::Value emitPlanExpr(Emitter &e, mlir::Operation *anchor,
+                         const plan::Expr &expr);
 
 /// The llvm.func type of a kernel with parameters `params` (KernelABI.h):
 /// pointers in the global address space, i32, i64, f32.

@@ -140,6 +140,29 @@ bool readsBatchSize(attn::KernelOp kernel);
 /// The index in getKernelParams of `batch`, or -1.
 int64_t getBatchParamIndex(attn::KernelOp kernel);
 
+/// The formulas a kernel's plan and its code share. Each is written once,
+/// over named sizes: the plan evaluates it (with seqlen_k as getSeqlenK, a
+/// product with paged KV) and the lowering emits it as IR over the
+/// kernel's parameters of those names (lowering::emitPlanExpr, seqlen_k
+/// being the parameter the plan fills with that product).
+namespace formula {
+/// ceil(length / tile) * tile.
+plan::Expr padded(plan::Expr length, int64_t tile);
+/// ceil(seqlen_q / tile_m), or with packed rows ceil(seqlen_q * (heads_q /
+/// heads_kv) / tile_m): the query tiles of one (split, head, batch).
+plan::Expr queryTiles(int64_t tileM, bool packed);
+/// ceil(seqlenK / tile_n).
+plan::Expr keyTiles(int64_t tileN, plan::Expr seqlenK);
+/// Query heads, or 1: the head axis of a per-head (or shared) workspace.
+plan::Expr heads(bool perHead);
+/// Bytes of one query tile's row of kv_tiles: whole kBlockTilesRowAlign
+/// groups of key tiles.
+plan::Expr blockTilesRowBytes(int64_t tileN, plan::Expr seqlenK);
+/// Entries of one diagonal-table row, and the entry of k - q = 0.
+plan::Expr diagonalTableRow(int64_t tileM, int64_t tileN, plan::Expr seqlenK);
+plan::Expr diagonalTableOrigin(int64_t tileM);
+} // namespace formula
+
 /// The kernel's parameters, in order: the tensors', sizes and scale (see
 /// above), then the extra arguments', then batch when a hook reads it, then
 /// page_size and num_pages with paged KV, then kv_splits and the split rows
