@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Compiler/Compiler.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
-#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
 #include "flashtile/Target/PTX.h"
 

@@ -21,8 +21,8 @@
 #endif
 
 #include "flashtile/ABI/LaunchPlan.h"
-#include "flashtile/ABI/SplitKV.h"
 #include "Messages.h"
+#include "flashtile/ABI/SplitKV.h"
 
 #include <nlohmann/json.hpp>
 
@@ -51,14 +51,22 @@ struct OpName {
 };
 
 constexpr OpName kOpNames[] = {
-    {Expr::Op::Add, "add", true},       {Expr::Op::Sub, "sub", false},
-    {Expr::Op::Mul, "mul", true},       {Expr::Op::Div, "div", false},
-    {Expr::Op::CeilDiv, "ceil_div", false}, {Expr::Op::Mod, "mod", false},
-    {Expr::Op::Min, "min", true},       {Expr::Op::Max, "max", true},
-    {Expr::Op::Eq, "eq", false},        {Expr::Op::Ne, "ne", false},
-    {Expr::Op::Lt, "lt", false},        {Expr::Op::Le, "le", false},
-    {Expr::Op::Gt, "gt", false},        {Expr::Op::Ge, "ge", false},
-    {Expr::Op::And, "and", true},       {Expr::Op::Or, "or", true},
+    {Expr::Op::Add, "add", true},
+    {Expr::Op::Sub, "sub", false},
+    {Expr::Op::Mul, "mul", true},
+    {Expr::Op::Div, "div", false},
+    {Expr::Op::CeilDiv, "ceil_div", false},
+    {Expr::Op::Mod, "mod", false},
+    {Expr::Op::Min, "min", true},
+    {Expr::Op::Max, "max", true},
+    {Expr::Op::Eq, "eq", false},
+    {Expr::Op::Ne, "ne", false},
+    {Expr::Op::Lt, "lt", false},
+    {Expr::Op::Le, "le", false},
+    {Expr::Op::Gt, "gt", false},
+    {Expr::Op::Ge, "ge", false},
+    {Expr::Op::And, "and", true},
+    {Expr::Op::Or, "or", true},
     {Expr::Op::KVSplits, "kv_splits", true},
 };
 
@@ -141,9 +149,8 @@ std::string index(const std::string &path, size_t i) {
 void checkKeys(const Json &object, const std::string &path,
                std::initializer_list<const char *> known) {
   for (auto it = object.begin(); it != object.end(); ++it) {
-    bool found = std::any_of(known.begin(), known.end(), [&](const char *k) {
-      return it.key() == k;
-    });
+    bool found = std::any_of(known.begin(), known.end(),
+                             [&](const char *k) { return it.key() == k; });
     if (!found)
       fail(path.empty() ? std::string("plan") : path,
            concat("unknown field '", it.key(), "'"));
@@ -173,7 +180,8 @@ const Json &expectArray(const Json &value, const std::string &path) {
 std::string getString(const Json &value, const std::string &path,
                       bool nonEmpty = true) {
   if (!value.is_string() || (nonEmpty && value.get<std::string>().empty()))
-    fail(path, concat("expected a non-empty string, got ", describeType(value)));
+    fail(path,
+         concat("expected a non-empty string, got ", describeType(value)));
   return value.get<std::string>();
 }
 
@@ -190,8 +198,8 @@ int64_t getInt(const Json &value, const std::string &path, int64_t min,
   if (v < min || v > max) {
     if (max == std::numeric_limits<int64_t>::max())
       fail(path, concat("expected an integer >= ", min, ", got ", v));
-    fail(path, concat("expected an integer in [", min, ", ", max, "], got ",
-                      v));
+    fail(path,
+         concat("expected an integer in [", min, ", ", max, "], got ", v));
   }
   return v;
 }
@@ -210,11 +218,11 @@ constexpr int kMaxExprDepth = 64;
 /// sizes are known.
 Expr parseExpr(const Json &value, const std::string &path, int depth = 0) {
   if (depth > kMaxExprDepth)
-    fail(path, concat("expression nested deeper than ", kMaxExprDepth,
-                      " levels"));
+    fail(path,
+         concat("expression nested deeper than ", kMaxExprDepth, " levels"));
   if (value.is_number_integer())
-    return Expr::constant(getInt(value, path,
-                                 std::numeric_limits<int64_t>::min()));
+    return Expr::constant(
+        getInt(value, path, std::numeric_limits<int64_t>::min()));
   if (value.is_string())
     return Expr::named(getString(value, path));
   if (!value.is_object() || value.size() != 1)
@@ -265,9 +273,8 @@ void checkNames(const Expr &expr, const std::string &path,
   }
 }
 
-std::optional<int64_t> getOptionalCount(const Json &object,
-                                        const std::string &path,
-                                        const char *key) {
+std::optional<int64_t>
+getOptionalCount(const Json &object, const std::string &path, const char *key) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null())
     return std::nullopt;
@@ -278,13 +285,15 @@ Argument parseArgument(const Json &value, const std::string &path) {
   expectObject(value, path);
   Argument arg;
   arg.name = getString(require(value, path, "name"), join(path, "name"));
-  std::string kind = getString(require(value, path, "kind"), join(path, "kind"));
+  std::string kind =
+      getString(require(value, path, "kind"), join(path, "kind"));
   std::string dtypePath = join(path, "dtype");
   std::string dtype = getString(require(value, path, "dtype"), dtypePath);
   std::optional<DType> parsed = parseDType(dtype);
   if (!parsed)
-    fail(dtypePath, concat("unknown dtype \"", dtype,
-                           "\" (expected f16, bf16, f32, i32, i64, s8, e4m3 or e5m2)"));
+    fail(dtypePath,
+         concat("unknown dtype \"", dtype,
+                "\" (expected f16, bf16, f32, i32, i64, s8, e4m3 or e5m2)"));
   arg.dtype = *parsed;
   auto role = value.find("role");
   std::string rolePath = join(path, "role");
@@ -387,8 +396,8 @@ Param parseParam(const Json &value, const std::string &path,
   std::string type = getString(require(value, path, "type"), typePath);
   std::optional<ParamType> parsedType = parseParamType(type);
   if (!parsedType)
-    fail(typePath, concat("unknown type \"", type,
-                          "\" (expected ptr, i32, i64 or f32)"));
+    fail(typePath,
+         concat("unknown type \"", type, "\" (expected ptr, i32, i64 or f32)"));
   param.type = *parsedType;
   std::string fromPath = join(path, "from");
   const Json &from = expectObject(require(value, path, "from"), fromPath);
@@ -399,8 +408,7 @@ Param parseParam(const Json &value, const std::string &path,
   const std::string &key = it.key();
   ParamSource &src = param.source;
   auto expectType = [&](std::initializer_list<ParamType> allowed) {
-    if (std::find(allowed.begin(), allowed.end(), param.type) ==
-        allowed.end())
+    if (std::find(allowed.begin(), allowed.end(), param.type) == allowed.end())
       fail(typePath, concat("a '", key, "' parameter cannot be passed as ",
                             stringifyParamType(param.type)));
   };
@@ -445,9 +453,9 @@ Param parseParam(const Json &value, const std::string &path,
   } else if (key == "workspace") {
     src.kind = ParamSource::Kind::Workspace;
     src.arg = getString(it.value(), join(fromPath, key));
-    bool found = std::any_of(
-        plan.workspaces.begin(), plan.workspaces.end(),
-        [&](const Workspace &w) { return w.name == src.arg; });
+    bool found =
+        std::any_of(plan.workspaces.begin(), plan.workspaces.end(),
+                    [&](const Workspace &w) { return w.name == src.arg; });
     if (!found)
       fail(fromPath, concat("unknown workspace '", src.arg, "'"));
     expectType({ParamType::Ptr});
@@ -464,8 +472,8 @@ Kernel parseKernel(const Json &value, const std::string &path,
                    const std::set<std::string, std::less<>> &sizes) {
   expectObject(value, path);
   checkKeys(value, path,
-            {"symbol", "cubin", "block", "dynamic_smem_bytes", "grid",
-             "params", "writes", "registers", "spill_stores", "spill_loads"});
+            {"symbol", "cubin", "block", "dynamic_smem_bytes", "grid", "params",
+             "writes", "registers", "spill_stores", "spill_loads"});
   Kernel kernel;
   kernel.symbol =
       getString(require(value, path, "symbol"), join(path, "symbol"));
@@ -482,10 +490,9 @@ Kernel parseKernel(const Json &value, const std::string &path,
                            kernel.block[2],
                            "] exceeds the CUDA block limits (at most 1024 "
                            "threads, z at most 64)"));
-  kernel.dynamicSmemBytes =
-      getInt(require(value, path, "dynamic_smem_bytes"),
-             join(path, "dynamic_smem_bytes"), 0,
-             std::numeric_limits<int32_t>::max());
+  kernel.dynamicSmemBytes = getInt(require(value, path, "dynamic_smem_bytes"),
+                                   join(path, "dynamic_smem_bytes"), 0,
+                                   std::numeric_limits<int32_t>::max());
   std::string gridPath = join(path, "grid");
   const Json &grid = expectArray(require(value, path, "grid"), gridPath);
   if (grid.size() != 3)
@@ -527,19 +534,19 @@ LaunchPlan parsePlan(const Json &root) {
   const std::string top;
   const Json &format = require(root, top, "format");
   if (!format.is_string() || format.get<std::string>() != kFormatName)
-    fail("format", concat("expected \"", kFormatName, "\", got ",
-                          describeType(format)));
+    fail("format",
+         concat("expected \"", kFormatName, "\", got ", describeType(format)));
   const Json &versionJson = require(root, top, "version");
-  int64_t version = getInt(versionJson, "version",
-                           std::numeric_limits<int32_t>::min(),
-                           std::numeric_limits<int32_t>::max());
+  int64_t version =
+      getInt(versionJson, "version", std::numeric_limits<int32_t>::min(),
+             std::numeric_limits<int32_t>::max());
   if (version != kFormatVersion)
     fail("version", concat("this runtime reads version ", kFormatVersion,
                            ", the plan is version ", version));
   checkKeys(root, top,
             {"format", "version", "name", "arch", "isa", "code_path",
-             "arguments", "sizes", "checks", "derived", "kernels",
-             "workspaces", "dispatch", "info"});
+             "arguments", "sizes", "checks", "derived", "kernels", "workspaces",
+             "dispatch", "info"});
   LaunchPlan plan;
   plan.version = static_cast<int>(version);
   plan.name = getString(require(root, top, "name"), "name");
@@ -572,13 +579,13 @@ LaunchPlan parsePlan(const Json &root) {
     if (!sizeNames.insert(size.name).second)
       fail(join(path, "name"), concat("duplicate size name '", size.name, "'"));
     size.arg = getString(require(sizes[i], path, "arg"), join(path, "arg"));
-    const Argument &arg = findSourceArg(plan, size.arg, ArgKind::Tensor,
-                                        join(path, "arg"));
+    const Argument &arg =
+        findSourceArg(plan, size.arg, ArgKind::Tensor, join(path, "arg"));
     size.dim = getInt(require(sizes[i], path, "dim"), join(path, "dim"), 0);
     if (size.dim >= arg.getRank())
-      fail(join(path, "dim"), concat("dimension ", size.dim,
-                                     " is out of range: '", size.arg,
-                                     "' has rank ", arg.getRank()));
+      fail(join(path, "dim"),
+           concat("dimension ", size.dim, " is out of range: '", size.arg,
+                  "' has rank ", arg.getRank()));
     plan.sizes.push_back(std::move(size));
   }
   for (size_t i = 0; i < plan.arguments.size(); ++i)
@@ -636,7 +643,8 @@ LaunchPlan parsePlan(const Json &root) {
         if (seen.name == ws.name)
           fail(join(path, "name"),
                concat("duplicate workspace name '", ws.name, "'"));
-      ws.bytes = parseExpr(require(list[i], path, "bytes"), join(path, "bytes"));
+      ws.bytes =
+          parseExpr(require(list[i], path, "bytes"), join(path, "bytes"));
       checkNames(ws.bytes, join(path, "bytes"), sizeNames, false);
       plan.workspaces.push_back(std::move(ws));
     }
@@ -1025,20 +1033,47 @@ std::string flashtile::plan::toString(const Expr &expr) {
   }
   const char *symbol = "?";
   switch (expr.op) {
-  case Op::Add: symbol = " + "; break;
-  case Op::Sub: symbol = " - "; break;
-  case Op::Mul: symbol = " * "; break;
-  case Op::Div: symbol = " / "; break;
-  case Op::Mod: symbol = " % "; break;
-  case Op::Eq: symbol = " == "; break;
-  case Op::Ne: symbol = " != "; break;
-  case Op::Lt: symbol = " < "; break;
-  case Op::Le: symbol = " <= "; break;
-  case Op::Gt: symbol = " > "; break;
-  case Op::Ge: symbol = " >= "; break;
-  case Op::And: symbol = " && "; break;
-  case Op::Or: symbol = " || "; break;
-  default: break;
+  case Op::Add:
+    symbol = " + ";
+    break;
+  case Op::Sub:
+    symbol = " - ";
+    break;
+  case Op::Mul:
+    symbol = " * ";
+    break;
+  case Op::Div:
+    symbol = " / ";
+    break;
+  case Op::Mod:
+    symbol = " % ";
+    break;
+  case Op::Eq:
+    symbol = " == ";
+    break;
+  case Op::Ne:
+    symbol = " != ";
+    break;
+  case Op::Lt:
+    symbol = " < ";
+    break;
+  case Op::Le:
+    symbol = " <= ";
+    break;
+  case Op::Gt:
+    symbol = " > ";
+    break;
+  case Op::Ge:
+    symbol = " >= ";
+    break;
+  case Op::And:
+    symbol = " && ";
+    break;
+  case Op::Or:
+    symbol = " || ";
+    break;
+  default:
+    break;
   }
   std::string s;
   for (size_t i = 0; i < expr.operands.size(); ++i) {
@@ -1165,9 +1200,9 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
     k["block"] =
         Json::array({kernel.block[0], kernel.block[1], kernel.block[2]});
     k["dynamic_smem_bytes"] = kernel.dynamicSmemBytes;
-    k["grid"] = Json::array({writeExpr(kernel.grid[0]),
-                                    writeExpr(kernel.grid[1]),
-                                    writeExpr(kernel.grid[2])});
+    k["grid"] =
+        Json::array({writeExpr(kernel.grid[0]), writeExpr(kernel.grid[1]),
+                     writeExpr(kernel.grid[2])});
     Json params = Json::array();
     for (const Param &param : kernel.params) {
       Json p = Json::object();
@@ -1231,8 +1266,8 @@ std::optional<LaunchPlan> flashtile::plan::parseJson(std::string_view json,
       size_t colon = what.find(": ", what.find("parse error"));
       std::string detail =
           colon == std::string::npos ? what : what.substr(colon + 2);
-      error = concat("invalid JSON at ", lineColumn(json, e.byte), ": ",
-                     detail);
+      error =
+          concat("invalid JSON at ", lineColumn(json, e.byte), ": ", detail);
       return std::nullopt;
     }
     return parsePlan(root);

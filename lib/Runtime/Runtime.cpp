@@ -804,24 +804,16 @@ bool checkParamValues(const plan::LaunchPlan &plan, const plan::Kernel &kernel,
 
 } // namespace
 
-bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
-                         CheckedLaunch *checkedOut,
-                         std::optional<int64_t> numSms,
-                         const LaunchOptions *options) const {
-  CheckedLaunch local;
-  CheckedLaunch &c = checkedOut ? *checkedOut : local;
-  c = CheckedLaunch();
-  const std::vector<Argument> &arguments = plan.arguments;
-  if (args.size() != arguments.size()) {
-    std::string names;
-    for (const Argument &a : arguments)
-      names += (names.empty() ? "" : ", ") + a.name;
-    error = concat(plan.name, " takes ", arguments.size(), " arguments (",
-                   names, "), got ", args.size());
-    return false;
-  }
+namespace {
 
-  // Kinds, dtypes, ranks, devices, scalar values.
+// The phases of KernelFamily::check, in order; each fills its part of the
+// checked launch or says, in `error`, what the caller got wrong.
+
+/// Each argument's kind, dtype, rank and device, and each scalar's value.
+bool checkArgumentValues(const plan::LaunchPlan &plan,
+                         const std::vector<ArgValue> &args, CheckedLaunch &c,
+                         std::string &error) {
+  const std::vector<Argument> &arguments = plan.arguments;
   c.scalarValues.assign(args.size(), 0.0);
   c.scalarInts.assign(args.size(), 0);
   const Argument *deviceArg = nullptr;
@@ -867,8 +859,14 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
     if (!resolveScalar(a, value, c.scalarValues[i], c.scalarInts[i], error))
       return false;
   }
+  return true;
+}
 
-  // Sizes, then every shape entry against them.
+/// The named sizes, from the tensors that bind them, and every shape entry
+/// against them.
+bool bindSizes(const plan::LaunchPlan &plan, const std::vector<ArgValue> &args,
+               CheckedLaunch &c, std::string &error) {
+  const std::vector<Argument> &arguments = plan.arguments;
   for (const plan::SizeBinding &size : plan.sizes) {
     const TensorArg &t = args[plan.indexOfArgument(size.arg)].tensor;
     c.sizes[size.name] = t.sizes[size.dim];
@@ -896,8 +894,12 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       }
     }
   }
+  return true;
+}
 
-  // The plan's checks.
+/// The plan's checks over the sizes, with their messages.
+bool checkPlanChecks(const plan::LaunchPlan &plan, const CheckedLaunch &c,
+                     std::string &error) {
   for (const plan::Check &check : plan.checks) {
     std::optional<int64_t> holds =
         plan::evaluate(check.condition, c.sizes, error);
@@ -913,8 +915,15 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       return false;
     }
   }
+  return true;
+}
 
-  // Layouts, then overlaps of outputs with anything else.
+/// Each tensor's layout; then that no output overlaps itself or another
+/// argument.
+bool checkLayoutsAndOverlaps(const plan::LaunchPlan &plan,
+                             const std::vector<ArgValue> &args,
+                             std::string &error) {
+  const std::vector<Argument> &arguments = plan.arguments;
   for (size_t i = 0; i < args.size(); ++i)
     if (arguments[i].kind == ArgKind::Tensor &&
         !checkLayout(arguments[i], args[i].tensor, error))
@@ -961,8 +970,13 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       }
     }
   }
+  return true;
+}
 
-  // Derived sizes, in order.
+/// The derived sizes, in order: evaluated, or given by a launch option.
+bool deriveSizes(const plan::LaunchPlan &plan, CheckedLaunch &c,
+                 std::string &error, std::optional<int64_t> numSms,
+                 const LaunchOptions *options) {
   if (numSms)
     c.sizes["num_sms"] = *numSms;
   if (options)
@@ -998,8 +1012,12 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
     }
     c.sizes[derived.name] = *value;
   }
+  return true;
+}
 
-  // The kernels to run.
+/// The kernels to run: every one, or the dispatch case that applies.
+bool chooseKernels(const plan::LaunchPlan &plan, CheckedLaunch &c,
+                   std::string &error, std::optional<int64_t> numSms) {
   if (plan.dispatch.empty() || !numSms) {
     for (size_t k = 0; k < plan.kernels.size(); ++k)
       c.kernels.push_back(static_cast<int64_t>(k));
@@ -1029,8 +1047,13 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       return false;
     }
   }
+  return true;
+}
 
-  // Workspaces, grids and parameter values.
+/// Workspace sizes, grids (within CUDA's limits) and parameter values.
+bool computeLaunch(const plan::LaunchPlan &plan,
+                   const std::vector<ArgValue> &args, CheckedLaunch &c,
+                   std::string &error) {
   for (const plan::Workspace &ws : plan.workspaces) {
     std::optional<int64_t> bytes = plan::evaluate(ws.bytes, c.sizes, error);
     if (!bytes) {
@@ -1082,6 +1105,33 @@ bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
       return false;
   }
   return true;
+}
+
+} // namespace
+
+bool KernelFamily::check(const std::vector<ArgValue> &args, std::string &error,
+                         CheckedLaunch *checkedOut,
+                         std::optional<int64_t> numSms,
+                         const LaunchOptions *options) const {
+  CheckedLaunch local;
+  CheckedLaunch &c = checkedOut ? *checkedOut : local;
+  c = CheckedLaunch();
+  const std::vector<Argument> &arguments = plan.arguments;
+  if (args.size() != arguments.size()) {
+    std::string names;
+    for (const Argument &a : arguments)
+      names += (names.empty() ? "" : ", ") + a.name;
+    error = concat(plan.name, " takes ", arguments.size(), " arguments (",
+                   names, "), got ", args.size());
+    return false;
+  }
+
+  return checkArgumentValues(plan, args, c, error) &&
+         bindSizes(plan, args, c, error) && checkPlanChecks(plan, c, error) &&
+         checkLayoutsAndOverlaps(plan, args, error) &&
+         deriveSizes(plan, c, error, numSms, options) &&
+         chooseKernels(plan, c, error, numSms) &&
+         computeLaunch(plan, args, c, error);
 }
 
 std::optional<std::vector<OutputShape>>

@@ -94,9 +94,9 @@ TEST(LaunchPlanTest, ParsesTheExample) {
   EXPECT_EQ(toString(plan.workspaces[0].bytes), "batch * 4");
   ASSERT_EQ(plan.dispatch.size(), 1u);
   EXPECT_EQ(plan.dispatch[0].kernels, std::vector<int64_t>{0});
-  EXPECT_EQ(plan.infoJson.rfind("{\"kernel\":\"flash_fwd\",\"dtype\":\"bf16\"",
-                                0),
-            0u)
+  EXPECT_EQ(
+      plan.infoJson.rfind("{\"kernel\":\"flash_fwd\",\"dtype\":\"bf16\"", 0),
+      0u)
       << plan.infoJson;
 }
 
@@ -270,8 +270,9 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
       {"\"type\": \"i32\", \"from\": {\"value\": \"seqlen_q\"}",
        "\"type\": \"u8\", \"from\": {\"value\": \"seqlen_q\"}",
        "kernels[0].params[5].type: unknown type \"u8\""},
-      {"{\"name\": \"k\", \"type\": \"ptr\"", "{\"name\": \"q\", \"type\": "
-                                              "\"ptr\"",
+      {"{\"name\": \"k\", \"type\": \"ptr\"",
+       "{\"name\": \"q\", \"type\": "
+       "\"ptr\"",
        "kernels[0].params[1].name: duplicate parameter name 'q'"},
       {"{\"value\": \"seqlen_q\"}", "{\"value\": \"num_sms\"}",
        "kernels[0].params[5].from.value: 'num_sms' may only be used in "
@@ -282,8 +283,9 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
        "kernels[0].writes[0]: unknown workspace 'scratch'"},
       {"\"registers\": 255", "\"writes\": \"partials\", \"registers\": 255",
        "kernels[0].writes: expected an array"},
-      {"\"bytes\": {\"mul\": [\"batch\", 4]}", "\"bytes\": {\"mul\": [\"b\", "
-                                               "4]}",
+      {"\"bytes\": {\"mul\": [\"batch\", 4]}",
+       "\"bytes\": {\"mul\": [\"b\", "
+       "4]}",
        "workspaces[0].bytes: unknown size 'b'"},
       {"\"kernels\": [0]", "\"kernels\": [1]",
        "dispatch[0].kernels[0]: expected an integer in [0, 0], got 1"},
@@ -291,8 +293,7 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
        "dispatch[0].kernels: expected at least one kernel index"},
       {"{\"ge\": [\"num_sms\", 100]}", "{\"ge\": [\"sms\", 100]}",
        "dispatch[0].when: unknown size 'sms'"},
-      {"\"info\": {", "\"info\": [], \"x\": {",
-       "plan: unknown field 'x'"},
+      {"\"info\": {", "\"info\": [], \"x\": {", "plan: unknown field 'x'"},
       {"\"info\": {\"kernel\"", "\"info\": 3, \"i\": {\"kernel\"",
        "plan: unknown field 'i'"},
   };
@@ -306,8 +307,7 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
 TEST(LaunchPlanTest, StructuralErrors) {
   EXPECT_EQ(parseError("[1, 2]"), "plan: expected a JSON object, got an array");
   std::string error = parseError("{\n  \"format\": \n}");
-  EXPECT_EQ(error.rfind("invalid JSON at line 3, column 1: ", 0), 0u)
-      << error;
+  EXPECT_EQ(error.rfind("invalid JSON at line 3, column 1: ", 0), 0u) << error;
   EXPECT_EQ(parseError(""), parseError("")); // deterministic, no throw
   EXPECT_EQ(parseError(replaced("\"info\": {\"kernel\"",
                                 "\"info\": 3, \"unused\": {\"kernel\""))

@@ -51,9 +51,9 @@ inline constexpr SequenceSide kQuerySide{"seqlen_q", "heads_q"};
 inline constexpr SequenceSide kKeySide{"seqlen_k", "heads_kv"};
 inline constexpr SequenceSide kSequenceSides[] = {kQuerySide, kKeySide};
 /// Every size a hook may read (attn.size), in this order.
-inline constexpr const char *kSizeNames[] = {
-    kBatchSize, kQuerySide.rows, kKeySide.rows, kQuerySide.heads,
-    kKeySide.heads};
+inline constexpr const char *kSizeNames[] = {kBatchSize, kQuerySide.rows,
+                                             kKeySide.rows, kQuerySide.heads,
+                                             kKeySide.heads};
 
 /// Bytes of one chunk the kernels move between global and shared memory
 /// (one cp.async.cg, one 128-bit epilogue load or store). Rows the kernels

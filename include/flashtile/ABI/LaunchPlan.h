@@ -1,4 +1,5 @@
-//===- LaunchPlan.h - The kernel interface, shared by both sides -*- C++ -*-===//
+//===- LaunchPlan.h - The kernel interface, shared by both sides -*- C++
+//-*-===//
 //
 // The launch plan is the one definition of how a compiled attention kernel
 // family is called. The compiler derives it from the `attn.kernel` op and

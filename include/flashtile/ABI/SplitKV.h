@@ -1,4 +1,5 @@
-//===- SplitKV.h - How many ways to split a launch's KV sequence -*- C++ -*-===//
+//===- SplitKV.h - How many ways to split a launch's KV sequence -*- C++
+//-*-===//
 //
 // A decode step has few query rows: batch x KV heads x query tiles blocks
 // can leave most SMs idle. Splitting each row's KV range into S pieces runs

@@ -25,9 +25,9 @@
 #ifndef FLASHTILE_COMPILER_COMPILER_H
 #define FLASHTILE_COMPILER_COMPILER_H
 
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
-#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Target/Arch.h"
 #include "flashtile/Target/PTX.h"
 

@@ -11,10 +11,10 @@
 #ifndef FLASHTILE_DSL_FLASHATTENTION_H
 #define FLASHTILE_DSL_FLASHATTENTION_H
 
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/DSL/Hooks.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
-#include "flashtile/ABI/LaunchPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include <optional>

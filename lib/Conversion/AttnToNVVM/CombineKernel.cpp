@@ -167,15 +167,16 @@ LogicalResult lowering::buildCombineKernel(KernelOp kernel) {
       });
     }
     emitIf(b, loc, e.cmp(P::eq, lane, e.i32(0)), [&] {
-      Value element = e.add64(
-          e.add64(e.mul64(e.sext64(batch),
-                          getKernelParam(func, "lse.stride_batch")),
-                  e.mul64(e.sext64(head),
-                          getKernelParam(func, "lse.stride_head"))),
-          e.sext64(position));
-      LLVM::StoreOp::create(b, loc, total,
-                            e.gep(getKernelParam(func, "lse"), e.mul64(element, e.i64(4))),
-                            /*alignment=*/4);
+      Value element =
+          e.add64(e.add64(e.mul64(e.sext64(batch),
+                                  getKernelParam(func, "lse.stride_batch")),
+                          e.mul64(e.sext64(head),
+                                  getKernelParam(func, "lse.stride_head"))),
+                  e.sext64(position));
+      LLVM::StoreOp::create(
+          b, loc, total,
+          e.gep(getKernelParam(func, "lse"), e.mul64(element, e.i64(4))),
+          /*alignment=*/4);
     });
   });
   LLVM::ReturnOp::create(b, loc, ValueRange());

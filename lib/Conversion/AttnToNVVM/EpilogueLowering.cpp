@@ -332,12 +332,12 @@ private:
           rewriter, loc,
           NVVM::BlockIdXOp::create(rewriter, loc, rewriter.getI32Type()),
           getQueryTiles(e, op));
-      Value rowIndex = e.add(
-          e.mul(e.add(e.mul(ep.adaptor.getBatch(),
-                            getKernelParam(op, abi::kQuerySide.heads)),
-                      head),
-                getKernelParam(op, abi::kQuerySide.rows)),
-          position);
+      Value rowIndex =
+          e.add(e.mul(e.add(e.mul(ep.adaptor.getBatch(),
+                                  getKernelParam(op, abi::kQuerySide.heads)),
+                            head),
+                      getKernelParam(op, abi::kQuerySide.rows)),
+                position);
       Value entry = e.add64(e.mul64(e.sext64(split),
                                     e.sext64(getSplitRowsParam(op))),
                             e.sext64(rowIndex));

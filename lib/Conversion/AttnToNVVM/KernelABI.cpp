@@ -146,8 +146,8 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
         rank3 ? ArrayRef<const char *>(kRank3StrideNames)
               : ArrayRef<const char *>(kRank4StrideNames);
     for (auto [d, what] : llvm::enumerate(strideNames))
-      params.push_back(param(name + ".stride_" + what, ParamType::I64,
-                             K::Stride, name, d));
+      params.push_back(
+          param(name + ".stride_" + what, ParamType::I64, K::Stride, name, d));
   }
   params.push_back(
       param(kSoftmaxScaleParam, ParamType::F32, K::Scalar, kSoftmaxScaleParam));
@@ -251,8 +251,9 @@ Expr formula::queryTiles(int64_t tileM, bool packed) {
   // Packed rows: a block takes tile_m (position, head) pairs of one KV head.
   Expr rows = named(abi::kQuerySide.rows);
   if (packed)
-    rows = mul({rows, Expr::apply(Expr::Op::Div, {named(abi::kQuerySide.heads),
-                                                  named(abi::kKeySide.heads)})});
+    rows =
+        mul({rows, Expr::apply(Expr::Op::Div, {named(abi::kQuerySide.heads),
+                                               named(abi::kKeySide.heads)})});
   return Expr::ceilDiv(rows, Expr::constant(tileM));
 }
 
@@ -392,8 +393,8 @@ Expr flashtile::getBlockTilesBytes(BlockRangesOp op) {
   bytes[kGridAxisMBlock] = Expr::apply(
       Expr::Op::Mul,
       {queryTiles(op),
-       formula::blockTilesRowBytes(op.getTileN(),
-                                   getSeqlenK(op->getParentOfType<KernelOp>()))});
+       formula::blockTilesRowBytes(
+           op.getTileN(), getSeqlenK(op->getParentOfType<KernelOp>()))});
   setRowAxes(op, bytes);
   return product(bytes);
 }
@@ -549,8 +550,7 @@ void flashtile::describeKernelArguments(KernelOp kernel,
     }
     bool pool = paged && rows == abi::kKeySide.rows;
     plan.arguments.push_back(
-        pool ? tensorArg(name, role, type, kPageSizeSize, heads,
-                         kNumPagesSize)
+        pool ? tensorArg(name, role, type, kPageSizeSize, heads, kNumPagesSize)
              : tensorArg(name, role, type, rows, heads));
     if (pool) {
       bind(kNumPagesSize, name, 0);
@@ -629,9 +629,10 @@ void flashtile::describeKernelArguments(KernelOp kernel,
     return llvm::is_contained(sizes, size);
   };
   if (declares(abi::kKeySide.heads))
-    plan.checks.push_back({Expr::apply(Op::Ge, {Expr::named(abi::kKeySide.heads),
-                                                Expr::constant(1)}),
-                           "K and V need at least one head"});
+    plan.checks.push_back(
+        {Expr::apply(Op::Ge,
+                     {Expr::named(abi::kKeySide.heads), Expr::constant(1)}),
+         "K and V need at least one head"});
   if (declares(abi::kKeySide.heads) && declares(abi::kQuerySide.heads))
     plan.checks.push_back(
         {Expr::apply(Op::Eq,

@@ -54,7 +54,7 @@ Type FragmentLayout::convertType(FragType type) const {
 }
 
 LLVM::LLVMStructType lowering::getGlobalTensorDescType(MLIRContext *ctx,
-                                                      int64_t rank) {
+                                                       int64_t rank) {
   Type i64 = IntegerType::get(ctx, 64);
   auto ptr = LLVM::LLVMPointerType::get(ctx, 1);
   if (rank == 0)
@@ -252,8 +252,9 @@ ArchAttr lowering::getKernelArch(Operation *op) {
 }
 
 static LLVM::LLVMFuncOp getFunc(Operation *op) {
-  auto func = isa<LLVM::LLVMFuncOp>(op) ? cast<LLVM::LLVMFuncOp>(op)
-                                        : op->getParentOfType<LLVM::LLVMFuncOp>();
+  auto func = isa<LLVM::LLVMFuncOp>(op)
+                  ? cast<LLVM::LLVMFuncOp>(op)
+                  : op->getParentOfType<LLVM::LLVMFuncOp>();
   assert(func && "kernel ops are lowered after their kernel");
   return func;
 }
@@ -263,7 +264,7 @@ Value lowering::getKernelParam(Operation *op, int64_t index) {
 }
 
 Value lowering::emitPlanExpr(Emitter &e, Operation *anchor,
-                            const plan::Expr &expr) {
+                             const plan::Expr &expr) {
   using Op = plan::Expr::Op;
   auto operand = [&](size_t i) {
     return emitPlanExpr(e, anchor, expr.operands[i]);
@@ -480,7 +481,8 @@ Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
   Value heads = emitPlanExpr(e, func, formula::heads(op.getPerHead()));
-  Value mTiles = emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
+  Value mTiles =
+      emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   Value workspace = getWorkspaceParam(func, kBlockRangesWorkspace);
   return e.gep(workspace,
@@ -491,11 +493,12 @@ Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                  BlockRangesOp op, Value batch, Value head,
                                  Value mBlock, Value nBlock) {
   Value heads = emitPlanExpr(e, func, formula::heads(op.getPerHead()));
-  Value mTiles = emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
-  Value stride = emitPlanExpr(
-      e, func,
-      formula::blockTilesRowBytes(op.getTileN(),
-                                  plan::Expr::named(abi::kKeySide.rows)));
+  Value mTiles =
+      emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
+  Value stride =
+      emitPlanExpr(e, func,
+                   formula::blockTilesRowBytes(
+                       op.getTileN(), plan::Expr::named(abi::kKeySide.rows)));
   Value row = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   // 64-bit: the bytes of all rows may pass 2^31.
   Value index = e.add64(e.mul64(e.sext64(row), e.sext64(stride)),

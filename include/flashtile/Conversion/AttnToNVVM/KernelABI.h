@@ -79,9 +79,9 @@
 #define FLASHTILE_CONVERSION_ATTNTONVVM_KERNELABI_H
 
 #include "flashtile/ABI/KernelRules.h"
+#include "flashtile/ABI/LaunchPlan.h"
 #include "flashtile/Dialect/Attn/Analysis/DiagonalTerm.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
-#include "flashtile/ABI/LaunchPlan.h"
 
 #include <array>
 #include <string>

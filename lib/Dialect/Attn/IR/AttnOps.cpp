@@ -95,10 +95,10 @@ static bool hasContiguousLastDim(MemRefType type) {
 /// Names the launch plan gives to the kernel's own scalar and sizes; no
 /// argument may take one (nor a sequence tensor's name).
 static bool isReservedArgName(StringRef name) {
-  static const char *const kReserved[] = {
-      "softmax_scale",
-      // Paged KV's sizes (KernelABI.h).
-      "page_size", "num_pages", "max_pages"};
+  static const char *const kReserved[] = {"softmax_scale",
+                                          // Paged KV's sizes (KernelABI.h).
+                                          "page_size", "num_pages",
+                                          "max_pages"};
   return llvm::is_contained(kReserved, name) ||
          llvm::is_contained(abi::kSizeNames, name);
 }
@@ -338,8 +338,8 @@ static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
                                       llvm::StringSet<> &seen) {
   StringRef name = decl.getName().getValue();
   if (std::optional<std::string> why = explainInvalidKernelName(name))
-    return op.emitOpError() << "tensor name '" << name
-                            << "' is invalid: " << *why;
+    return op.emitOpError()
+           << "tensor name '" << name << "' is invalid: " << *why;
   if (isReservedArgName(name))
     return op.emitOpError() << "tensor name '" << name
                             << "' is taken by the kernel's own scalar and "
@@ -350,7 +350,8 @@ static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
   if (role != "in" && role != "out" && role != "accumulate")
     return op.emitOpError() << "tensor '" << name << "' has role '" << role
                             << "'; expected in, out or accumulate";
-  StringRef rows = decl.getRows().getValue(), heads = decl.getHeads().getValue();
+  StringRef rows = decl.getRows().getValue(),
+            heads = decl.getHeads().getValue();
   for (abi::SequenceSide side : abi::kSequenceSides)
     if (rows == side.rows && heads == side.heads)
       return success();
@@ -371,9 +372,9 @@ static LogicalResult verifyTensorCount(KernelOp op) {
   if (args >= declared)
     return success();
   if (!op.getTensorsAttr())
-    return op.emitOpError() << "expects " << declared
-                            << " tensor arguments (Q, K, V, O, LSE), got "
-                            << args;
+    return op.emitOpError()
+           << "expects " << declared
+           << " tensor arguments (Q, K, V, O, LSE), got " << args;
   return op.emitOpError() << "declares " << declared << " tensors but has "
                           << args << " arguments";
 }
@@ -416,8 +417,9 @@ static LogicalResult verifyTensors(KernelOp op) {
     if (!declared)
       continue;
     if (decl.getRole().getValue() == "accumulate" && !elt.isF32())
-      return op.emitOpError() << what << " is accumulated with f32 atomics, "
-                                         "so it must be f32, got "
+      return op.emitOpError() << what
+                              << " is accumulated with f32 atomics, "
+                                 "so it must be f32, got "
                               << elt;
     if (rowTensor)
       continue;
@@ -430,9 +432,8 @@ static LogicalResult verifyTensors(KernelOp op) {
     if (elt.isF32())
       continue;
     if (sixteenBit && elt != sixteenBit)
-      return op.emitOpError() << "mismatched dtypes: " << what << " is "
-                              << elt << " but an earlier tensor is "
-                              << sixteenBit;
+      return op.emitOpError() << "mismatched dtypes: " << what << " is " << elt
+                              << " but an earlier tensor is " << sixteenBit;
     sixteenBit = elt;
   }
 
@@ -445,13 +446,13 @@ static LogicalResult verifyTensors(KernelOp op) {
   if (q) {
     Type dtype = q.getElementType();
     if (!dtype.isF16() && !dtype.isBF16())
-      return op.emitOpError() << "Q has element type " << dtype
-                              << "; supported: f16, bf16";
+      return op.emitOpError()
+             << "Q has element type " << dtype << "; supported: f16, bf16";
     for (auto [name, type] : {std::pair{"K", k}, {"V", v}, {"O", o}})
       if (type && type.getElementType() != dtype)
-        return op.emitOpError() << "mismatched dtypes: Q is " << dtype
-                                << " but " << name << " is "
-                                << type.getElementType();
+        return op.emitOpError()
+               << "mismatched dtypes: Q is " << dtype << " but " << name
+               << " is " << type.getElementType();
     if (failed(verifyHeadDim(op, "head_dim", q.getDimSize(3))))
       return failure();
   }
@@ -636,9 +637,8 @@ LogicalResult SizeOp::verify() {
   // The names attn.size accepts: the kernel rules' size names.
   if (llvm::is_contained(abi::kSizeNames, getName()))
     return success();
-  InFlightDiagnostic diag = emitOpError()
-                            << "size '" << getName()
-                            << "' is unknown; expected one of ";
+  InFlightDiagnostic diag = emitOpError() << "size '" << getName()
+                                          << "' is unknown; expected one of ";
   llvm::interleaveComma(abi::kSizeNames, diag);
   return diag;
 }

@@ -4,8 +4,8 @@
 #include "flashtile/Dialect/Attn/Analysis/TileProgramInvariants.h"
 #include "flashtile/Dialect/Attn/Transforms/ConfigSelection.h"
 #include "flashtile/Dialect/Attn/Transforms/ExpandToTiles.h"
-#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
+#include "flashtile/Dialect/Attn/Transforms/PipelineCopies.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FormatVariadic.h"

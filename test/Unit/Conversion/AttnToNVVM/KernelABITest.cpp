@@ -1,8 +1,8 @@
 //===- KernelABITest.cpp - The parameters of a kernel's interface --------===//
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
-#include "flashtile/DSL/FlashAttention.h"
 #include "flashtile/ABI/LaunchPlan.h"
+#include "flashtile/DSL/FlashAttention.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -33,19 +33,42 @@ TEST(KernelABITest, ForwardParameters) {
   ctx.loadDialect<AttnDialect, arith::ArithDialect>();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
   dsl::AttentionSpec spec;
-  spec.extraArgs = {{"slopes", dsl::DType::F32, 2}, {"cap", dsl::DType::I32, -1}};
+  spec.extraArgs = {{"slopes", dsl::DType::F32, 2},
+                    {"cap", dsl::DType::I32, -1}};
   FailureOr<KernelOp> kernel =
       dsl::buildAttentionKernel(*module, spec, UnknownLoc::get(&ctx));
   ASSERT_TRUE(succeeded(kernel));
   std::vector<plan::Param> params = getKernelParams(*kernel);
-  std::vector<std::string> expected = {
-      "q", "k", "v", "o", "lse", "seqlen_q", "seqlen_k", "heads_q",
-      "heads_kv", "q.stride_batch", "q.stride_seq", "q.stride_head",
-      "k.stride_batch", "k.stride_seq", "k.stride_head", "v.stride_batch",
-      "v.stride_seq", "v.stride_head", "o.stride_batch", "o.stride_seq",
-      "o.stride_head", "lse.stride_batch", "lse.stride_head",
-      "softmax_scale", "slopes", "slopes.size0", "slopes.size1",
-      "slopes.stride0", "slopes.stride1", "cap"};
+  std::vector<std::string> expected = {"q",
+                                       "k",
+                                       "v",
+                                       "o",
+                                       "lse",
+                                       "seqlen_q",
+                                       "seqlen_k",
+                                       "heads_q",
+                                       "heads_kv",
+                                       "q.stride_batch",
+                                       "q.stride_seq",
+                                       "q.stride_head",
+                                       "k.stride_batch",
+                                       "k.stride_seq",
+                                       "k.stride_head",
+                                       "v.stride_batch",
+                                       "v.stride_seq",
+                                       "v.stride_head",
+                                       "o.stride_batch",
+                                       "o.stride_seq",
+                                       "o.stride_head",
+                                       "lse.stride_batch",
+                                       "lse.stride_head",
+                                       "softmax_scale",
+                                       "slopes",
+                                       "slopes.size0",
+                                       "slopes.size1",
+                                       "slopes.stride0",
+                                       "slopes.stride1",
+                                       "cap"};
   EXPECT_EQ(names(params, params.size()), expected);
   EXPECT_EQ(getNumTensorParams(*kernel), 24);
   EXPECT_EQ(params[5].source.kind, plan::ParamSource::Kind::Value);
@@ -94,12 +117,29 @@ TEST(KernelABITest, DeclaredTensors) {
   EXPECT_EQ(kernel.getExtraArgIndex(kernel.getBodyBlock().getArgument(4)), 0);
   EXPECT_EQ(kernel.getExtraArgIndex(kernel.getK()), -1);
   std::vector<plan::Param> params = getKernelParams(kernel);
-  std::vector<std::string> expected = {
-      "k", "do", "d", "dq", "seqlen_k", "seqlen_q", "heads_kv", "heads_q",
-      "k.stride_batch", "k.stride_seq", "k.stride_head", "do.stride_batch",
-      "do.stride_seq", "do.stride_head", "d.stride_batch", "d.stride_head",
-      "dq.stride_batch", "dq.stride_seq", "dq.stride_head", "softmax_scale",
-      "bias", "bias.size0", "bias.stride0"};
+  std::vector<std::string> expected = {"k",
+                                       "do",
+                                       "d",
+                                       "dq",
+                                       "seqlen_k",
+                                       "seqlen_q",
+                                       "heads_kv",
+                                       "heads_q",
+                                       "k.stride_batch",
+                                       "k.stride_seq",
+                                       "k.stride_head",
+                                       "do.stride_batch",
+                                       "do.stride_seq",
+                                       "do.stride_head",
+                                       "d.stride_batch",
+                                       "d.stride_head",
+                                       "dq.stride_batch",
+                                       "dq.stride_seq",
+                                       "dq.stride_head",
+                                       "softmax_scale",
+                                       "bias",
+                                       "bias.size0",
+                                       "bias.stride0"};
   EXPECT_EQ(names(params, params.size()), expected);
   TensorParams d = getTensorParams(kernel, "d");
   EXPECT_EQ(d.rows, 5);
