@@ -54,8 +54,7 @@ void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
 /// What the sm80 lowering needs before it starts; each failure is an error
 /// at the kernel.
 static LogicalResult checkLowerable(KernelOp kernel) {
-  if (failed(checkCodePathImplemented(kernel, kernel.getArch())) ||
-      failed(verifyAttentionTensors(kernel)))
+  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
     return failure();
   if (!kernel.getConfigAttr() || !kernel.getSmemBytes() ||
       !kernel.getBodyBlock().getOps<AttentionOp>().empty())

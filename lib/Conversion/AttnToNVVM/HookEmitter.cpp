@@ -351,7 +351,7 @@ Value HookEmitter::pow(math::PowFOp op) {
 
 Value HookEmitter::size(SizeOp op) {
   StringRef name = op.getName();
-  if (name == "batch")
+  if (name == abi::kBatchSize)
     return getBatchParam(anchor);
   // The other sizes are the tensors' (attn.size's verifier holds hooks to
   // them).

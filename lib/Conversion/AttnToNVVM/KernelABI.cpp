@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <limits>
 
@@ -90,24 +91,29 @@ static int64_t getTensorRank(KernelOp kernel, unsigned i) {
       .getRank();
 }
 
+/// The suffixes of a sequence tensor's stride parameters (all but its
+/// contiguous last stride).
+static ArrayRef<const char *> getStrideNames(int64_t rank) {
+  if (rank == 3)
+    return kRank3StrideNames;
+  return kRank4StrideNames;
+}
+
+// getKernelParams owns the order; the positions are read back from it.
 std::vector<TensorParams> flashtile::getTensorParams(KernelOp kernel) {
-  SmallVector<TensorAttr> decls = kernel.getTensorDecls();
-  std::vector<std::string> sizes = getTensorSizeNames(kernel);
-  auto sizeIndex = [&](StringAttr name) {
-    return static_cast<int64_t>(decls.size()) +
-           (llvm::find(sizes, name.getValue().str()) - sizes.begin());
-  };
+  llvm::StringMap<int64_t> index;
+  for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
+    index.try_emplace(p.name, i);
   std::vector<TensorParams> tensors;
-  int64_t nextStride = decls.size() + sizes.size();
-  for (auto [i, decl] : llvm::enumerate(decls)) {
+  for (auto [i, decl] : llvm::enumerate(kernel.getTensorDecls())) {
     TensorParams t;
     t.name = decl.getName().getValue().str();
     t.rank = getTensorRank(kernel, i);
-    t.pointer = i;
-    t.rows = sizeIndex(decl.getRows());
-    t.heads = sizeIndex(decl.getHeads());
-    for (int64_t d = 0; d + 1 < t.rank; ++d)
-      t.strides.push_back(nextStride++);
+    t.pointer = index.lookup(t.name);
+    t.rows = index.lookup(decl.getRows().getValue());
+    t.heads = index.lookup(decl.getHeads().getValue());
+    for (const char *what : getStrideNames(t.rank))
+      t.strides.push_back(index.lookup(t.name + ".stride_" + what));
     tensors.push_back(std::move(t));
   }
   return tensors;
@@ -121,9 +127,8 @@ TensorParams flashtile::getTensorParams(KernelOp kernel, StringRef name) {
 }
 
 int64_t flashtile::getNumTensorParams(KernelOp kernel) {
-  std::vector<TensorParams> tensors = getTensorParams(kernel);
-  // The scale follows the last tensor's strides.
-  return tensors.back().strides.back() + 2;
+  // The scale ends them.
+  return getParamIndex(kernel, kSoftmaxScaleParam) + 1;
 }
 
 std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
@@ -141,18 +146,12 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   }
   for (auto [i, decl] : llvm::enumerate(decls)) {
     std::string name = decl.getName().getValue().str();
-    bool rank3 = getTensorRank(kernel, i) == 3;
-    ArrayRef<const char *> strideNames =
-        rank3 ? ArrayRef<const char *>(kRank3StrideNames)
-              : ArrayRef<const char *>(kRank4StrideNames);
-    for (auto [d, what] : llvm::enumerate(strideNames))
+    for (auto [d, what] : llvm::enumerate(getStrideNames(getTensorRank(kernel, i))))
       params.push_back(
           param(name + ".stride_" + what, ParamType::I64, K::Stride, name, d));
   }
   params.push_back(
       param(kSoftmaxScaleParam, ParamType::F32, K::Scalar, kSoftmaxScaleParam));
-  assert(static_cast<int64_t>(params.size()) == getNumTensorParams(kernel) &&
-         "getTensorParams and the parameter list disagree");
 
   for (auto [i, arg] : llvm::enumerate(kernel.getExtraArgs())) {
     std::string name = kernel.getExtraArgName(i).str();
@@ -173,7 +172,7 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     params.push_back(param(name, ptype, K::Scalar, name));
   }
   if (readsBatchSize(kernel))
-    params.push_back(sizeParam("batch"));
+    params.push_back(sizeParam(abi::kBatchSize));
   if (isPagedKV(kernel))
     for (const char *size : {kPageSizeSize, kNumPagesSize})
       params.push_back(sizeParam(size));
@@ -226,7 +225,7 @@ int64_t flashtile::getPagedKVParamIndex(KernelOp kernel) {
 bool flashtile::readsBatchSize(KernelOp kernel) {
   return kernel
       .walk([](SizeOp size) {
-        return size.getName() == "batch" ? WalkResult::interrupt()
+        return size.getName() == abi::kBatchSize ? WalkResult::interrupt()
                                          : WalkResult::advance();
       })
       .wasInterrupted();
@@ -234,7 +233,7 @@ bool flashtile::readsBatchSize(KernelOp kernel) {
 
 int64_t flashtile::getBatchParamIndex(KernelOp kernel) {
   // "batch" is a reserved size name, so only the size parameter has it.
-  return getParamIndex(kernel, "batch");
+  return getParamIndex(kernel, abi::kBatchSize);
 }
 
 static Expr named(const char *name) { return Expr::named(name); }
@@ -287,7 +286,8 @@ Expr flashtile::getQueryTileCount(KernelOp kernel) {
 Expr flashtile::getKVSplitsRule(KernelOp kernel, int64_t blocksPerSM) {
   ConfigAttr config = kernel.getConfigAttr();
   Expr blocks =
-      mul({getQueryTileCount(kernel), named("heads_kv"), named("batch")});
+      mul({getQueryTileCount(kernel), named(abi::kKeySide.heads),
+           named(abi::kBatchSize)});
   Expr tiles = Expr::ceilDiv(getSeqlenK(kernel),
                              Expr::constant(config.getTileN()));
   return Expr::apply(Expr::Op::KVSplits,
@@ -296,7 +296,8 @@ Expr flashtile::getKVSplitsRule(KernelOp kernel, int64_t blocksPerSM) {
 }
 
 Expr flashtile::getSplitRowCount() {
-  return mul({named("batch"), named("heads_q"), named("seqlen_q")});
+  return mul({named(abi::kBatchSize), named(abi::kQuerySide.heads),
+              named(abi::kQuerySide.rows)});
 }
 
 /// kv_splits * batch * heads_q * seqlen_q, 0 with one split.
@@ -355,7 +356,7 @@ static Expr keyTiles(BlockRangesOp op) {
 /// The (heads, batch) axes of both block-mask kernels.
 static void setRowAxes(BlockRangesOp op, std::array<Expr, 3> &grid) {
   grid[kGridAxisHead] = formula::heads(op.getPerHead());
-  grid[kGridAxisBatch] = Expr::named("batch");
+  grid[kGridAxisBatch] = Expr::named(abi::kBatchSize);
 }
 
 static Expr product(const std::array<Expr, 3> &grid) {
@@ -475,7 +476,7 @@ std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
         Expr::Op::Mul, {Expr::named(kKVSplitsSize), grid[kGridAxisMBlock]});
   grid[kGridAxisHead] =
       Expr::named(config.getPackGqa() ? "heads_kv" : "heads_q");
-  grid[kGridAxisBatch] = Expr::named("batch");
+  grid[kGridAxisBatch] = Expr::named(abi::kBatchSize);
   return grid;
 }
 

@@ -103,6 +103,11 @@ static bool isReservedArgName(StringRef name) {
          llvm::is_contained(abi::kSizeNames, name);
 }
 
+/// The roles a kernel's tensors and extra arguments may declare.
+static bool isArgRole(StringRef role) {
+  return role == "in" || role == "out" || role == "accumulate";
+}
+
 SmallVector<TensorAttr> KernelOp::getDefaultTensorDecls(MLIRContext *ctx) {
   auto decl = [&](StringRef name, StringRef role, abi::SequenceSide side) {
     auto str = [&](StringRef v) { return StringAttr::get(ctx, v); };
@@ -215,7 +220,7 @@ static LogicalResult verifyExtraArgs(KernelOp op) {
                               << " role(s) for " << extras.size()
                               << " extra argument(s)";
     for (auto [i, role] : llvm::enumerate(roles->getAsValueRange<StringAttr>()))
-      if (role != "in" && role != "out" && role != "accumulate")
+      if (!isArgRole(role))
         return op.emitOpError() << "extra argument '" << op.getExtraArgName(i)
                                 << "' has role '" << role
                                 << "'; expected in, out or accumulate";
@@ -347,7 +352,7 @@ static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
   if (!seen.insert(name).second)
     return op.emitOpError() << "tensor name '" << name << "' is used twice";
   StringRef role = decl.getRole().getValue();
-  if (role != "in" && role != "out" && role != "accumulate")
+  if (!isArgRole(role))
     return op.emitOpError() << "tensor '" << name << "' has role '" << role
                             << "'; expected in, out or accumulate";
   StringRef rows = decl.getRows().getValue(),
