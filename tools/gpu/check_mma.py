@@ -12,7 +12,8 @@ Then the same products through the compiler: the tile programs of
 tools/gpu/tiles (.gpu/kernels/tiles, from build_kernels.sh), launched by
 FlashTile's runtime: attn.copy_tile brings A and B into shared memory,
 attn.mma multiplies them (s8, e4m3, e5m2 on m16n8k32; bf16 with A read
-transposed), attn.store_tile writes D (or adds it with f32 atomics). The
+transposed), attn.store_tile writes D (or adds it with f32 atomics), and
+into declared rank-4 and rank-3 tensors (tiles/store_declared.mlir). The
 outputs are poisoned first; S = 165 rows leaves the last block partial, so
 the zero-filled rows and the bounds of the stores are exercised too.
 
@@ -174,6 +175,46 @@ def check_compiled_tiles(folder, dev):
         ok = err <= bound and not torch.isnan(d.double()).any().item()
         results.append(ok)
         print(f"{name:34} {err:10.2e} {bound:10.2e}  "
+              f"{'PASS' if ok else 'FAIL'}")
+    results += check_declared_stores(folder, dev, gen, runtime)
+    return results
+
+
+def check_declared_stores(folder, dev, gen, runtime):
+    """tools/gpu/tiles/store_declared.mlir: S = Q K[0:64]^T per (query tile,
+    head, batch), added twice into the f32 rank-4 dq with atomics, stored as
+    bf16 into s and its row sums into the rank-3 rowsum; GQA (2 query heads
+    on 1 KV head), 2 sequences, seqlen_k 50 < 64 (K's zero-filled rows give
+    zero columns). One result per output."""
+    B, H, HKV, SQ, SK, D = 2, 2, 1, 165, 50, 64
+    kernel = runtime.load(os.path.join(folder, "store_declared.plan.json"))
+    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, SQ, device=dev)
+    start = torch.randn(B, SQ, H, D, generator=gen).to(dev)
+    dq = start.clone()
+    s = torch.full((B, SQ, H, D), float("nan"), device=dev,
+                   dtype=torch.bfloat16)
+    rowsum = torch.full((B, H, SQ), float("nan"), device=dev)
+    kernel(q, k, k, o=o, lse=lse, dq=dq, s=s, rowsum=rowsum)
+    torch.cuda.synchronize()
+    kk = torch.zeros(B, D, HKV, D, dtype=torch.float64)
+    kk[:, :SK] = k.double().cpu()
+    # ref[b, i, h, j] = sum_c q[b, i, h, c] k[b, j, h / G, c]
+    ref = torch.einsum("bihc,bjhc->bihj", q.double().cpu(),
+                       kk.repeat_interleave(H // HKV, dim=2))
+    checks = (("store_declared dq (atomic)", dq.double().cpu(),
+               start.double().cpu() + 2 * ref, 1e-5 * 4),
+              ("store_declared s (bf16)", s.double().cpu(), ref, 2 ** -8),
+              ("store_declared rowsum", rowsum.double().cpu(),
+               ref.sum(-1).transpose(1, 2), 1e-5 * 4))
+    results = []
+    for label, out, expected, bound in checks:
+        err = ((out - expected).abs().max() / expected.abs().max()).item()
+        ok = err <= bound and not torch.isnan(out).any().item()
+        results.append(ok)
+        print(f"{label:34} {err:10.2e} {bound:10.2e}  "
               f"{'PASS' if ok else 'FAIL'}")
     return results
 

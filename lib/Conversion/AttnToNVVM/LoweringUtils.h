@@ -161,12 +161,12 @@ getKernelFuncType(mlir::MLIRContext *ctx,
                   const std::vector<plan::Param> &params);
 
 /// The first llvm.func parameter of extra argument `index` (0 is the first
-/// after LSE) of the kernel `op` has been lowered into: a scalar's value, or a
+/// after the sequence tensors) of the kernel `op` has been lowered into: a scalar's value, or a
 /// tensor's pointer followed by its sizes and strides (KernelABI.h).
 int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
 
-/// The extra argument an attn.copy_tile or attn.store_tile moves (its index
-/// after LSE), stamped on the op by the conversion pass before lowering.
+/// The extra argument an attn.copy_tile moves (its index among the extra
+/// arguments), stamped on the op by the conversion pass before lowering.
 inline constexpr llvm::StringLiteral kExtraArgAttrName = "attn.extra_arg";
 
 /// A 2-d extra tensor as the lowering reads it, from the kernel's
@@ -175,7 +175,7 @@ inline constexpr llvm::StringLiteral kExtraArgAttrName = "attn.extra_arg";
 struct ExtraMatrix {
   mlir::Value data, rows, cols, rowStride, colStride;
 };
-/// The extra tensor `op` (an attn.copy_tile or attn.store_tile) moves.
+/// The extra tensor `op` (an attn.copy_tile) moves.
 ExtraMatrix getExtraMatrix(mlir::Operation *op);
 /// The attribute on a lowered kernel's llvm.func that maps the names of
 /// the parameters before the extra arguments' to their positions.

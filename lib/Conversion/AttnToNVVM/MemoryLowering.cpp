@@ -4,6 +4,7 @@
 
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
@@ -235,11 +236,12 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
   }
 };
 
-/// An accumulator tile into a 2-d extra tensor, each thread its own
-/// elements at the coordinates of the C fragment table, with no shared
-/// memory: a store, or with `accumulate` an atomic add (an atomicrmw the
-/// NVPTX backend emits as atom.global.add), for the elements inside the
-/// tensor.
+/// A register tile into a tensor of the kernel, each thread its own
+/// elements at the coordinates of the fragment tables, with no shared
+/// memory: a store (rounded to the tensor's type), or with `accumulate` an
+/// atomic add (an atomicrmw the NVPTX backend emits as atom.global.add),
+/// for the elements inside the tensor's extents. The tensor's descriptor
+/// gives the base (the fixed indices' offset), extents and strides.
 struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -251,48 +253,97 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     const FragmentLayout &layout = ctx.layout;
     Emitter &e = ctx.e;
     ThreadCoords &thread = ctx.thread();
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    bool rowState = type.getLayout() == FragLayout::Rows;
+    int64_t rows = type.getDimSize(0);
+    int64_t cols = rowState ? 1 : type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = rowState ? 1 : cols / 8;
     MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
     // A lane's offset within a C tile is linear in (g, t).
     auto [originRow, originCol] = c.getCoord(0, 0);
     int64_t rowPerG = c.getCoord(4, 0).first - originRow;
     int64_t colPerT = c.getCoord(1, 0).second - originCol;
-    ExtraMatrix dst = getExtraMatrix(op);
-    Value base = dst.data, rows64 = dst.rows, cols64 = dst.cols,
-          rowStride = dst.rowStride, colStride = dst.colStride;
+
+    MemRefDescriptor dst(adaptor.getDst());
+    MemRefType dstType = op.getDst().getType();
+    int64_t rowDim = op.getRowDim(), colDim = op.getColDim();
+    // The fixed indices (batch, head) move the base.
+    Value offset = e.i64(0);
+    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
+      if (static_cast<int64_t>(d) != rowDim &&
+          (rowState || static_cast<int64_t>(d) != colDim))
+        offset = e.add64(offset, e.mul64(e.sext64(index),
+                                         dst.stride(rewriter, loc, d)));
+    Value rowExtent = dst.size(rewriter, loc, rowDim);
+    Value rowStride = dst.stride(rewriter, loc, rowDim);
+    Value colExtent, colStride;
+    if (!rowState) {
+      colExtent = dst.size(rewriter, loc, colDim);
+      colStride = dst.stride(rewriter, loc, colDim);
+    }
+    Value base = dst.alignedPtr(rewriter, loc);
+    Type stored = dstType.getElementType();
+    int64_t storedBytes = dstType.getElementTypeBitWidth() / 8;
+
     Value laneRow = e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
                           e.mul(thread.g, rowPerG));
-    Value firstRow = e.add64(e.sext64(adaptor.getRow()), e.sext64(laneRow));
-    Value firstCol = e.add64(e.sext64(adaptor.getCol()),
-                             e.sext64(e.mul(thread.t, colPerT)));
+    Value firstRow = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
+                             e.sext64(laneRow));
+    Value firstCol;
+    if (!rowState)
+      firstCol = e.add64(e.sext64(adaptor.getIndices()[colDim]),
+                         e.sext64(e.mul(thread.t, colPerT)));
+    // A row's value is held by its whole quad; its first lane writes it.
+    Value writer =
+        rowState ? e.cmp(LLVM::ICmpPredicate::eq, thread.t, e.i32(0)) : Value();
+
     SmallVector<Value> values = e.unpack(adaptor.getValue());
-    Type element = values.front().getType();
+    bool packedHalves = !rowState && type.getElementType().isF16();
+    int64_t perTile = rowState ? 0 : FragmentLayout::accValuesPerTile(type);
+    // Element r of (m-tile i, n-tile j) (row state: element r of m-tile i,
+    // at C element 2 r's row), in the fragment's element type.
+    auto element = [&](int64_t i, int64_t j, int64_t r) -> Value {
+      if (rowState)
+        return values[FragmentLayout::rowIndex(i, r)];
+      if (!packedHalves)
+        return values[FragmentLayout::accIndex(i, j, r, nTiles)];
+      Value pair = LLVM::BitcastOp::create(
+          rewriter, loc, VectorType::get({2}, rewriter.getF16Type()),
+          values[FragmentLayout::accIndex(i, j, r / 2, nTiles, perTile)]);
+      return LLVM::ExtractElementOp::create(rewriter, loc, pair,
+                                            e.i32(r % 2));
+    };
+    int64_t perLane = rowState ? 2 : c.getElementsPerLane();
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)
-        for (int64_t r = 0; r < c.getElementsPerLane(); ++r) {
-          auto [dr, dc] = c.getCoord(0, r);
+        for (int64_t r = 0; r < perLane; ++r) {
+          auto [dr, dc] = c.getCoord(0, rowState ? 2 * r : r);
           Value row = e.add64(firstRow, e.i64(16 * i + dr));
-          Value col = e.add64(firstCol, e.i64(8 * j + dc));
-          Value inRange = LLVM::AndOp::create(
-              rewriter, loc, e.cmp(LLVM::ICmpPredicate::ult, row, rows64),
-              e.cmp(LLVM::ICmpPredicate::ult, col, cols64));
-          Value value =
-              values[FragmentLayout::accIndex(i, j, r, nTiles)];
+          Value inRange = e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent);
+          Value address = e.mul64(row, rowStride);
+          if (!rowState) {
+            Value col = e.add64(firstCol, e.i64(8 * j + dc));
+            inRange = LLVM::AndOp::create(
+                rewriter, loc, inRange,
+                e.cmp(LLVM::ICmpPredicate::ult, col, colExtent));
+            address = e.add64(address, e.mul64(col, colStride));
+          } else {
+            inRange = LLVM::AndOp::create(rewriter, loc, writer, inRange);
+          }
+          Value value = element(i, j, r);
           emitIf(rewriter, loc, inRange, [&] {
-            Value offset =
-                e.add64(e.mul64(row, rowStride), e.mul64(col, colStride));
-            Value address = e.gep(base, e.mul64(offset, e.i64(4)));
+            Value at = e.gep(base, e.mul64(e.add64(offset, address),
+                                           e.i64(storedBytes)));
             if (!op.getAccumulate()) {
-              LLVM::StoreOp::create(rewriter, loc, value, address,
-                                    /*alignment=*/4);
+              if (value.getType() != stored)
+                value = LLVM::FPTruncOp::create(rewriter, loc, stored, value);
+              LLVM::StoreOp::create(rewriter, loc, value, at, storedBytes);
               return;
             }
             LLVM::AtomicRMWOp::create(
                 rewriter, loc,
-                isa<FloatType>(element) ? LLVM::AtomicBinOp::fadd
-                                        : LLVM::AtomicBinOp::add,
-                address, value, LLVM::AtomicOrdering::monotonic);
+                isa<FloatType>(value.getType()) ? LLVM::AtomicBinOp::fadd
+                                                : LLVM::AtomicBinOp::add,
+                at, value, LLVM::AtomicOrdering::monotonic);
           });
         }
     rewriter.eraseOp(op);

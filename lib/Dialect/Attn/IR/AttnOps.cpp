@@ -157,6 +157,17 @@ StringRef KernelOp::getExtraArgRole(unsigned i) {
   return roles ? cast<StringAttr>((*roles)[i]).getValue() : "in";
 }
 
+std::pair<StringRef, StringRef> KernelOp::getArgNameAndRole(Value value) {
+  int64_t extra = getExtraArgIndex(value);
+  if (extra >= 0)
+    return {getExtraArgName(extra), getExtraArgRole(extra)};
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &getBodyBlock())
+    return {};
+  TensorAttr decl = getTensorDecls()[arg.getArgNumber()];
+  return {decl.getName().getValue(), decl.getRole().getValue()};
+}
+
 ProblemAttr KernelOp::getProblemInfo() {
   auto attentions = getBodyBlock().getOps<AttentionOp>();
   if (attentions.empty()) {
@@ -832,29 +843,64 @@ LogicalResult CopyTileOp::verify() {
   return success();
 }
 
+int64_t StoreTileOp::getRowDim() {
+  // (row, col), (batch, row, head, col) or (batch, head, row).
+  int64_t rank = getDst().getType().getRank();
+  return rank == 2 ? 0 : rank == 4 ? 1 : 2;
+}
+
+int64_t StoreTileOp::getColDim() { return getDst().getType().getRank() - 1; }
+
 LogicalResult StoreTileOp::verify() {
   auto value = cast<FragType>(getValue().getType());
   MemRefType dst = getDst().getType();
-  if (value.getRank() != 2 || !value.isAccumulator() ||
-      !(value.getElementType().isF32() || value.getElementType().isInteger(32)))
-    return emitOpError() << "stores an f32 or i32 accumulator, got " << value;
-  FailureOr<int64_t> index = expectExtraMatrix(*this, "the destination",
-                                               getDst());
-  if (failed(index))
-    return failure();
-  if (dst.getElementType() != value.getElementType())
-    return emitOpError() << "stores " << value.getElementType()
-                         << " into a tensor of " << dst.getElementType();
+  Type element = value.getElementType();
+  bool rows = value.getLayout() == FragLayout::Rows;
+  if (rows ? !element.isF32()
+           : !value.isAccumulator() || !(element.isF32() || element.isF16() ||
+                                         element.isInteger(32)))
+    return emitOpError() << "stores an accumulator of f32, f16 or i32, or an "
+                            "f32 row state, got "
+                         << value;
   auto kernel = (*this)->getParentOfType<KernelOp>();
-  StringRef role = kernel.getExtraArgRole(*index);
+  auto [name, role] = kernel.getArgNameAndRole(getDst());
+  if (name.empty())
+    return emitOpError() << "the destination must be a tensor argument of the "
+                            "kernel (a declared tensor or one named in "
+                            "arg_names)";
+  int64_t rank = dst.getRank();
+  if (rows ? rank != 3 : rank != 2 && rank != 4)
+    return emitOpError() << "stores " << (rows ? "a row state" : "a tile")
+                         << " into a "
+                         << (rows ? "(batch, heads, rows) tensor"
+                                  : "2-d or (batch, rows, heads, dim) tensor")
+                         << ", got " << dst;
+  if (static_cast<int64_t>(getIndices().size()) != rank)
+    return emitOpError() << "takes " << rank << " indices into " << dst
+                         << ", got " << getIndices().size();
+  Type stored = dst.getElementType();
+  bool rounds = element.isF32() && (stored.isF16() || stored.isBF16());
+  if (stored != element && (!rounds || getAccumulate()))
+    return emitOpError() << (getAccumulate() ? "adds " : "stores ") << element
+                         << " into a tensor of " << stored
+                         << (getAccumulate() ? " (atomics add equal types)"
+                                             : "");
+  if (getAccumulate() && element.isF16())
+    return emitOpError() << "adds f16 with atomics; accumulate in f32";
   StringRef expected = getAccumulate() ? "accumulate" : "out";
   if (role != expected)
     return emitOpError() << (getAccumulate() ? "adds to" : "writes")
-                         << " extra tensor '"
-                         << kernel.getExtraArgName(*index)
-                         << "', whose role is '" << role
-                         << "'; declare it '" << expected
-                         << "' in the kernel's arg_roles";
+                         << " tensor '" << name << "', whose role is '" << role
+                         << "'; declare it '" << expected << "' in "
+                         << (kernel.getExtraArgIndex(getDst()) >= 0
+                                 ? "the kernel's arg_roles"
+                                 : "its #attn.tensor");
+  // A paged kernel's key-side tensors are page pools, not rows.
+  if (kernel.getPageTableArg() >= 0 && kernel.getExtraArgIndex(getDst()) < 0 &&
+      kernel.getTensorDecls()[cast<BlockArgument>(getDst()).getArgNumber()]
+              .getRows() == abi::kKeySide.rows)
+    return emitOpError() << "stores into '" << name
+                         << "', a page pool in this paged-KV kernel";
   if (getKvWarps(*this) != 1)
     return emitOpError() << "stores a tile in a kernel with KV warps, whose "
                             "accumulators are partial";

@@ -299,6 +299,11 @@ void TileBuilder::store(Value acc, Value stage, const Block &block,
                   block.head, kernel.getLse(), lseValues);
 }
 
+void TileBuilder::storeTile(Value value, Value dst, ValueRange indices,
+                            bool accumulate, const char *file, unsigned line) {
+  StoreTileOp::create(b, at(file, line), value, dst, indices, accumulate);
+}
+
 EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,
                                  Value stage, const Block &block,
                                  Value softmaxScale, Value merge,

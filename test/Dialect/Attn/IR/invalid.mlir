@@ -976,7 +976,7 @@ attn.kernel @store_tile_role arch(#attn.arch<sm_120>) attributes {arg_names = ["
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: memref<?x?xf32, strided<[?, 1]>>):
   %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{adds to extra tensor 'd', whose role is 'in'; declare it 'accumulate' in the kernel's arg_roles}}
+  // expected-error @below {{adds to tensor 'd', whose role is 'in'; declare it 'accumulate' in the kernel's arg_roles}}
   attn.store_tile %s -> %d[%c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
 }
 
@@ -986,10 +986,10 @@ attn.kernel @store_tile_role arch(#attn.arch<sm_120>) attributes {arg_names = ["
 !lse = memref<?x?x?xf32>
 attn.kernel @store_tile_a_layout arch(#attn.arch<sm_120>) attributes {arg_names = ["d"], arg_roles = ["out"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: memref<?x?xf32, strided<[?, 1]>>):
-  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16>
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16, a>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{stores an f32 or i32 accumulator, got '!attn.frag<64x64xf16>'}}
-  attn.store_tile %s -> %d[%c0, %c0] : !attn.frag<64x64xf16> -> memref<?x?xf32, strided<[?, 1]>>
+  // expected-error @below {{stores an accumulator of f32, f16 or i32, or an f32 row state, got '!attn.frag<64x64xf16>'}}
+  attn.store_tile %s -> %d[%c0, %c0] : !attn.frag<64x64xf16, a> -> memref<?x?xf32, strided<[?, 1]>>
 }
 
 // -----
@@ -1112,4 +1112,65 @@ attn.kernel @decl_attention arch(#attn.arch<sm_120>) attributes {tensors = [#att
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   // expected-error @below {{needs the forward's tensors (q, k, v, o, lse: the kernel's default); the kernel declares others}}
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+// attn.store_tile into declared tensors: one index per dimension.
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @store_declared_indices arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q">]} {
+^bb0(%dq: !acc):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{takes 4 indices into 'memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>', got 2}}
+  attn.store_tile %s -> %dq[%c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> !acc
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @store_declared_rows arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"d", "out", "seqlen_q", "heads_q">]} {
+^bb0(%d: !acc):
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{stores a row state into a (batch, heads, rows) tensor, got 'memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>'}}
+  attn.store_tile %r -> %d[%c0, %c0, %c0, %c0] : !attn.frag<64xf32> -> !acc
+}
+
+// -----
+
+// Atomics add equal types: an f32 tile is rounded only by a plain store.
+!b = memref<?x?xbf16, strided<[?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_round_add arch(#attn.arch<sm_120>) attributes {arg_names = ["d"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: !b):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{adds 'f32' into a tensor of 'bf16' (atomics add equal types)}}
+  attn.store_tile %s -> %d[%c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> !b
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @store_declared_in arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dk", "in", "seqlen_k", "heads_kv">]} {
+^bb0(%dk: !t):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{writes tensor 'dk', whose role is 'in'; declare it 'out' in its #attn.tensor}}
+  attn.store_tile %s -> %dk[%c0, %c0, %c0, %c0] : !attn.frag<64x64xf32> -> !t
+}
+
+// -----
+
+!h = memref<?x?xf16, strided<[?, 1]>>
+!t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_f16_add arch(#attn.arch<sm_120>) attributes {arg_names = ["d"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %d: !h):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16, acc>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{adds f16 with atomics; accumulate in f32}}
+  attn.store_tile %s -> %d[%c0, %c0] {accumulate} : !attn.frag<64x64xf16, acc> -> !h
 }

@@ -122,6 +122,8 @@ attn.kernel @mma_forms arch(#attn.arch<sm_120>) {
 // inputs on either side, a row tensor and an accumulated f32 one.
 // CHECK-LABEL: attn.kernel @declared_tensors
 // CHECK-SAME:    tensors = [#attn.tensor<"k", "in", "seqlen_k", "heads_kv">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"d", "out", "seqlen_q", "heads_q">, #attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q">]
+// CHECK:         attn.store_tile %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+// CHECK:         attn.store_tile %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.frag<64xf32> -> memref<?x?x?xf32, strided<[?, ?, 1]>>
 attn.kernel @declared_tensors arch(#attn.arch<sm_120>) attributes {
     tensors = [#attn.tensor<"k", "in", "seqlen_k", "heads_kv">,
                #attn.tensor<"do", "in", "seqlen_q", "heads_q">,
@@ -131,4 +133,9 @@ attn.kernel @declared_tensors arch(#attn.arch<sm_120>) attributes {
      %do: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
      %d: memref<?x?x?xf32, strided<[?, ?, 1]>>,
      %dq: memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>):
+  %c0 = arith.constant 0 : index
+  %t = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  %r = attn.splat {value = 1.0 : f32} : !attn.frag<64xf32>
+  attn.store_tile %t -> %dq[%c0, %c0, %c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+  attn.store_tile %r -> %d[%c0, %c0, %c0] : !attn.frag<64xf32> -> memref<?x?x?xf32, strided<[?, ?, 1]>>
 }

@@ -125,6 +125,10 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     /// "out" (written by attn.store_tile) or "accumulate" (added to by
     /// attn.store_tile {accumulate}, f32 / i32 atomics).
     ::llvm::StringRef getExtraArgRole(unsigned i);
+    /// The name and role of `value`, a sequence tensor (its declaration)
+    /// or an extra argument; empty names when it is neither.
+    std::pair<::llvm::StringRef, ::llvm::StringRef>
+    getArgNameAndRole(::mlir::Value value);
     /// What the kernel computes: the attn.attention's mask and scale at the
     /// kernel level, the recorded `problem` at the tile level, and in a
     /// tile program without one, what its ops state
@@ -861,29 +865,48 @@ def Attn_StoreOp : Attn_Op<"store"> {
 }
 
 def Attn_StoreTileOp : Attn_Op<"store_tile"> {
-  let summary = "Stores or atomically adds an accumulator tile to a 2-d tensor argument";
+  let summary = "Stores or atomically adds a register tile to a tensor of the kernel";
   let description = [{
-    Writes element (i, j) of the M x N accumulator `value` to
-    `dst[row + i][col + j]` for the elements inside dst's extents, each
-    thread its own elements, with no shared memory. With `accumulate` it
-    adds them with global atomics (f32 or i32), so that several blocks may
-    sum into one output, as the backward's dQ does; the order of the
-    additions is not fixed, so an f32 sum is not bit-reproducible. `dst`
-    is an extra argument declared "out" (or, with `accumulate`,
-    "accumulate") in the kernel's `arg_roles`, of the value's element
-    type. Not with KV warps (their accumulators are partial).
+    Writes a register tile to global memory, each thread its own elements
+    at the coordinates of the fragment tables, with no shared memory;
+    elements outside the tensor's extents are not written. `dst` is a
+    tensor argument of the kernel (a declared sequence tensor or an extra
+    tensor) whose role is "out", or "accumulate" with `accumulate`. The
+    indices are one per dimension of `dst`:
+
+    * an M x N accumulator (`acc`) into a 2-d tensor at `[row, col]`, or
+      into a (batch, rows, heads, dim) tensor at `[batch, row, head, col]`:
+      element (i, j) goes to row `row + i`, column `col + j`;
+    * an M row state (`rows`) into a (batch, heads, rows) tensor at
+      `[batch, head, row]`: element i goes to row `row + i` (one thread of
+      each row's quad writes it).
+
+    The value's element type is the tensor's, or an f32 tile is rounded to
+    an f16 / bf16 tensor. With `accumulate` (f32 or i32 only) the elements
+    are added with global atomics, so that several blocks may sum into one
+    output, as the backward's dQ does; the order of the additions is not
+    fixed, so an f32 sum is not bit-reproducible. Not with KV warps (their
+    tiles are partial).
 
     ```mlir
     attn.store_tile %d -> %out[%r, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
+    attn.store_tile %dq -> %dq_accum[%b, %row, %h, %c0] {accumulate} : !attn.frag<64x128xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+    attn.store_tile %d -> %delta[%b, %h, %row] : !attn.frag<64xf32> -> memref<?x?x?xf32, strided<[?, ?, 1]>>
     ```
   }];
   let arguments = (ins Attn_Frag:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Index:$row, Index:$col, UnitAttr:$accumulate);
+                       Variadic<Index>:$indices, UnitAttr:$accumulate);
   let assemblyFormat = [{
-    $value `->` $dst `[` $row `,` $col `]` attr-dict `:`
+    $value `->` $dst `[` $indices `]` attr-dict `:`
     qualified(type($value)) `->` qualified(type($dst))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The dimensions of `dst` that the tile's rows and (for an
+    /// accumulator) columns run along; the other indices are fixed.
+    int64_t getRowDim();
+    int64_t getColDim();
+  }];
 }
 
 def Attn_KVLoopOp : Attn_Op<"kv_loop", [

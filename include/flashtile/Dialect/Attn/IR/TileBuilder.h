@@ -182,6 +182,11 @@ public:
   /// attn.store of `acc` as the block's rows of O (`lseValues` optional).
   void store(mlir::Value acc, mlir::Value stage, const Block &block,
              mlir::Value lseValues = {}, FLASHTILE_TILE_CALLER);
+  /// attn.store_tile: `value` (an accumulator, or a row state) into the
+  /// kernel's tensor `dst` at `indices` (one per dimension), rounded to
+  /// its type, or added with f32 / i32 atomics with `accumulate`.
+  void storeTile(mlir::Value value, mlir::Value dst, mlir::ValueRange indices,
+                 bool accumulate = false, FLASHTILE_TILE_CALLER);
   /// attn.epilogue (normalise by l, LSE), its sink region empty.
   EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
                       mlir::Value stage, const Block &block,
