@@ -105,7 +105,8 @@ KernelOp dsl::detail::createKernelShell(ModuleOp module, StringRef name,
       b, loc, b.getStringAttr(name), ArchAttr::get(ctx, chip), config,
       IntegerAttr(),
       extraNames.empty() ? ArrayAttr() : b.getStrArrayAttr(extraNames),
-      /*arg_roles=*/ArrayAttr(), ProblemAttr(), /*tensors=*/ArrayAttr());
+      /*arg_roles=*/ArrayAttr(), ProblemAttr(), /*tensors=*/ArrayAttr(),
+      /*grid=*/StringAttr());
   Block *body = new Block();
   kernel.getBody().push_back(body);
   for (Type type : {Type(tensorType(headDim)), Type(tensorType(headDim)),

@@ -177,7 +177,39 @@ def check_compiled_tiles(folder, dev):
         print(f"{name:34} {err:10.2e} {bound:10.2e}  "
               f"{'PASS' if ok else 'FAIL'}")
     results += check_declared_stores(folder, dev, gen, runtime)
+    results.append(check_key_grid(folder, dev, gen, runtime))
     return results
+
+
+def check_key_grid(folder, dev, gen, runtime):
+    """tools/gpu/tiles/key_grid.mlir: a grid over key tiles and KV heads;
+    T[b, i, h_kv, c] = sum_j sum_d K[b, i, h_kv, d] Q[b, 64 j + c, G h_kv, d]
+    over the query tiles j (Q's rows past seqlen_q zero-filled). GQA (4
+    query heads on 2 KV heads), 2 sequences, seqlen_k 150 (3 key tiles,
+    the last partial), seqlen_q 200."""
+    B, H, HKV, SQ, SK, D = 2, 4, 2, 200, 150, 64
+    kernel = runtime.load(os.path.join(folder, "key_grid.plan.json"))
+    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, SQ, device=dev)
+    t = torch.full((B, SK, HKV, D), float("nan"), device=dev)
+    kernel(q, k, k, o=o, lse=lse, t=t)
+    torch.cuda.synchronize()
+    tiles = (SQ + 63) // 64
+    qq = torch.zeros(B, tiles * 64, H, D, dtype=torch.float64)
+    qq[:, :SQ] = q.double().cpu()
+    first = qq[:, :, ::H // HKV]  # the group's first query head
+    # (b, j, c, h_kv, d) -> sum over j of K Q_j^T
+    qj = first.reshape(B, tiles, 64, HKV, D).sum(1)
+    ref = torch.einsum("bihd,bchd->bihc", k.double().cpu(), qj)
+    out = t.double().cpu()
+    err = ((out - ref).abs().max() / ref.abs().max()).item()
+    bound = 1e-5 * 4
+    ok = err <= bound and not torch.isnan(out).any().item()
+    print(f"{'key_grid (grid = keys)':34} {err:10.2e} {bound:10.2e}  "
+          f"{'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 def check_declared_stores(folder, dev, gen, runtime):

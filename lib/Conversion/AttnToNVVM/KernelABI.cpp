@@ -469,6 +469,13 @@ Expr flashtile::getDiagonalTableBytes(const DiagonalTable &table) {
 std::array<Expr, 3> flashtile::getKernelGrid(KernelOp kernel) {
   std::array<Expr, 3> grid;
   ConfigAttr config = kernel.getConfigAttr();
+  if (kernel.hasKeyGrid()) {
+    grid[kGridAxisMBlock] =
+        formula::keyTiles(config.getTileN(), getSeqlenK(kernel));
+    grid[kGridAxisHead] = Expr::named(abi::kKeySide.heads);
+    grid[kGridAxisBatch] = Expr::named(abi::kBatchSize);
+    return grid;
+  }
   grid[kGridAxisMBlock] = getQueryTileCount(kernel);
   // Split-KV: kv_splits runs of the query tiles, split-major.
   if (hasKVSplits(kernel))

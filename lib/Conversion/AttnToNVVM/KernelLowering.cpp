@@ -45,6 +45,8 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     func->setAttr(kConfigAttrName, config);
     func->setAttr(kArchAttrName, op.getArchAttr());
     func->setAttr("attn.smem_bytes", op.getSmemBytesAttr());
+    if (op.hasKeyGrid())
+      func->setAttr(kKeyGridAttrName, rewriter.getUnitAttr());
 
     Block *entry = func.addEntryBlock(rewriter);
     rewriter.setInsertionPointToStart(entry);
@@ -123,8 +125,8 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
 
 /// (m_block, head, kv_head, batch) from the grid; lengths from the
 /// descriptors. GQA: kv_head = head / (heads_q / heads_kv). Packed rows
-/// (pack_gqa): the grid's head axis is the KV head, and `head` is the first
-/// query head of its group.
+/// (pack_gqa) and key grids: the grid's head axis is the KV head, and
+/// `head` is the first query head of its group.
 struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
@@ -150,7 +152,9 @@ struct BlockContextLowering : public AttnOpLoweringPattern<BlockContextOp> {
       mBlock = LLVM::URemOp::create(rewriter, op.getLoc(), mBlock,
                                     getQueryTiles(e, op));
     Value kvHead;
-    if (ctx.packed()) {
+    // A key grid's head axis is the KV head (getKernelGrid), as packed
+    // rows' is.
+    if (ctx.packed() || hasKeyGrid(op)) {
       kvHead = head;
       head = e.mul(kvHead, group);
     } else {

@@ -243,6 +243,13 @@ ConfigAttr lowering::getKernelConfig(Operation *op) {
   return {};
 }
 
+bool lowering::hasKeyGrid(Operation *op) {
+  if (auto kernel = op->getParentOfType<KernelOp>())
+    return kernel.hasKeyGrid();
+  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+  return func && func->hasAttr(kKeyGridAttrName);
+}
+
 ArchAttr lowering::getKernelArch(Operation *op) {
   if (auto kernel = op->getParentOfType<KernelOp>())
     return kernel.getArchAttr();

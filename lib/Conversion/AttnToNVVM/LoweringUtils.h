@@ -141,6 +141,10 @@ struct ThreadCoords {
 ConfigAttr getKernelConfig(mlir::Operation *op);
 /// The chip of the kernel `op` belongs to, found the same way.
 ArchAttr getKernelArch(mlir::Operation *op);
+/// Whether that kernel's blocks own key tiles (attn.kernel's grid =
+/// "keys"; on its llvm.func, kKeyGridAttrName).
+bool hasKeyGrid(mlir::Operation *op);
+constexpr llvm::StringLiteral kKeyGridAttrName = "attn.key_grid";
 /// The parameter named `name` of the kernel `op` belongs to (or of the
 /// llvm.func `op`): one of its tensors' pointers, sizes or strides, or the
 /// softmax scale (KernelABI.h names them).

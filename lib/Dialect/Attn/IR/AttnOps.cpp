@@ -510,6 +510,17 @@ LogicalResult KernelOp::verify() {
                << "cannot sit next to an attn.attention: a kernel-level "
                   "kernel holds only its attention (tile-level ops come "
                   "from its expansion, or make a tile program without one)";
+  if (std::optional<StringRef> grid = getGrid()) {
+    if (*grid != "queries" && *grid != "keys")
+      return emitOpError() << "has grid = \"" << *grid
+                           << "\"; expected \"queries\" or \"keys\"";
+    ConfigAttr config = getConfigAttr();
+    if (hasKeyGrid() && (attention || (config && config.getPackGqa())))
+      return emitOpError()
+             << "has grid = \"keys\", whose blocks own key tiles; "
+             << (attention ? "attn.attention" : "packed rows (pack_gqa)")
+             << " tiles the query side";
+  }
   if (ProblemAttr problem = getProblemAttr())
     if (int64_t table = problem.getPageTable(); table != -1) {
       auto extras = getExtraArgs();

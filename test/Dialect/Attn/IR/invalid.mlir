@@ -1174,3 +1174,32 @@ attn.kernel @store_f16_add arch(#attn.arch<sm_120>) attributes {arg_names = ["d"
   // expected-error @below {{adds f16 with atomics; accumulate in f32}}
   attn.store_tile %s -> %d[%c0, %c0] {accumulate} : !attn.frag<64x64xf16, acc> -> !h
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{has grid = "rows"; expected "queries" or "keys"}}
+attn.kernel @grid_name arch(#attn.arch<sm_120>) attributes {grid = "rows"} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+// attn.attention expands to a query-parallel program.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{has grid = "keys", whose blocks own key tiles; attn.attention tiles the query side}}
+attn.kernel @grid_keys_attention arch(#attn.arch<sm_120>) attributes {grid = "keys"} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{has grid = "keys", whose blocks own key tiles; packed rows (pack_gqa) tiles the query side}}
+attn.kernel @grid_keys_packed arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 2, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) attributes {grid = "keys"} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}

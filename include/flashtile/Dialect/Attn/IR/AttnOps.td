@@ -68,6 +68,15 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     `attn-select-config` when absent. `smem_bytes` is written by
     `attn-allocate-shared-memory`.
 
+    `grid` says what the grid's blocks own. `"queries"` (the default):
+    block (m, h, b) owns query tile m (tile_m rows of seqlen_q) of query
+    head h of batch b, as the forward does. `"keys"`: block (n, h_kv, b)
+    owns key tile n (tile_n rows of seqlen_k) of KV head h_kv, and every
+    query head of its group, as a backward's dK / dV kernel does;
+    attn.block_context then gives n as its tile, h_kv as its KV head and
+    the group's first query head as its head. Not with attn.attention,
+    packed rows or split KV, whose tiles are query tiles.
+
     ```mlir
     attn.kernel @fa_fwd arch(#attn.arch<sm_120>) {
     ^bb0(%q: memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>,
@@ -87,7 +96,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [
                        OptionalAttr<StrArrayAttr>:$arg_roles,
                        OptionalAttr<Attn_ProblemAttr>:$problem,
                        OptionalAttr<TypedArrayAttrBase<Attn_TensorAttr,
-                           "sequence tensor declarations">>:$tensors);
+                           "sequence tensor declarations">>:$tensors,
+                       OptionalAttr<StrAttr>:$grid);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `arch` `(` qualified($arch) `)`
@@ -96,6 +106,9 @@ def Attn_KernelOp : Attn_Op<"kernel", [
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// Whether the grid's blocks own key tiles (`grid = "keys"`) rather
+    /// than query tiles.
+    bool hasKeyGrid() { return getGrid() && *getGrid() == "keys"; }
     /// The sequence tensors' declarations, in argument order: `tensors`,
     /// or the forward's five (q, k, v, o, lse) when it is absent.
     ::llvm::SmallVector<TensorAttr> getTensorDecls();
@@ -273,11 +286,13 @@ def Attn_KernelArgOp : Attn_Op<"kernel_arg", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Attn_BlockContextOp : Attn_Op<"block_context", [Pure]> {
-  let summary = "The (query tile, head, batch) this block computes";
+  let summary = "The (tile, head, batch) this block computes";
   let description = [{
-    Gives the block's query-tile index, its query head, the KV head that
-    head reads (GQA: head / (heads_q / heads_kv)), its batch index, and the
-    two sequence lengths, read from Q and K.
+    Gives the block's tile index, its query head, the KV head that head
+    reads (GQA: head / (heads_q / heads_kv)), its batch index, and the two
+    sequence lengths, read from Q and K. The tile is a query tile, or in a
+    kernel with `grid = "keys"` a key tile, whose block owns the KV head
+    and the group's query heads from `head` on.
 
     ```mlir
     %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : memref<...>, memref<...>
