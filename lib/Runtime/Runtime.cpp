@@ -74,9 +74,6 @@ std::string describeShape(const Argument &arg) {
 
 constexpr int64_t kI32Min = std::numeric_limits<int32_t>::min();
 constexpr int64_t kI32Max = std::numeric_limits<int32_t>::max();
-constexpr int64_t kGridXMax = kI32Max;
-constexpr int64_t kGridYZMax = 65535;
-constexpr int64_t kStaticSmemLimit = 48 * 1024;
 
 bool isFloatDType(DType dtype) {
   return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32;
@@ -1341,7 +1338,7 @@ KernelFamily::getFunctions(void *context, bool isPrimary, int device,
       return nullptr;
     // The device's opt-in limit is the most a block may ask for; a plan
     // over it (a configuration for a larger chip) is refused by name.
-    if (kernel.dynamicSmemBytes > kStaticSmemLimit) {
+    if (kernel.dynamicSmemBytes > kStaticSmemLimitBytes) {
       std::optional<int> optin = getDeviceAttribute(
           *drv, device, kDeviceAttributeMaxSharedMemoryPerBlockOptin, error);
       if (!optin)
@@ -1353,7 +1350,7 @@ KernelFamily::getFunctions(void *context, bool isPrimary, int device,
         return nullptr;
       }
     }
-    if (kernel.dynamicSmemBytes > kStaticSmemLimit &&
+    if (kernel.dynamicSmemBytes > kStaticSmemLimitBytes &&
         !drv->check(drv->cuFuncSetAttribute(
                         function, kFuncAttributeMaxDynamicSharedSizeBytes,
                         static_cast<int>(kernel.dynamicSmemBytes)),

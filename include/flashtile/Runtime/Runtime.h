@@ -28,6 +28,7 @@
 #define FLASHTILE_RUNTIME_RUNTIME_H
 
 #include "flashtile/ABI/LaunchPlan.h"
+#include "flashtile/ABI/TargetLimits.h"
 
 #include <array>
 #include <cstdint>
@@ -116,10 +117,6 @@ struct PackedParams {
   std::vector<uint64_t> slots;
   std::vector<void *> pointers;
 };
-
-/// The alignment kernels may assume of a workspace (they read some 16 bytes
-/// at a time).
-inline constexpr uint64_t kWorkspaceAlignBytes = 16;
 
 /// Options of one launch.
 struct LaunchOptions {

@@ -9,6 +9,8 @@
 #ifndef FLASHTILE_TARGET_ARCH_H
 #define FLASHTILE_TARGET_ARCH_H
 
+#include "flashtile/ABI/TargetLimits.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/DenseMapInfo.h"
@@ -72,10 +74,6 @@ bool isaSupportsCodePath(const ArchInfo &isa, CodePath path);
 
 /// "sm_80, sm_86, ..." for the chips whose code path is `path`.
 std::string archNamesWithCodePath(CodePath path);
-
-/// Threads per warp on every chip FlashTile knows. The table's one owner of
-/// the number; code that needs it asks here.
-inline constexpr int64_t kWarpSize = 32;
 
 /// Registers are granted per thread in multiples of this...
 inline constexpr int64_t kRegsPerThreadGranule = 8;

@@ -12,15 +12,12 @@
 #ifndef FLASHTILE_DIALECT_ATTN_ANALYSIS_SHAREDMEMORYALLOCATION_H
 #define FLASHTILE_DIALECT_ATTN_ANALYSIS_SHAREDMEMORYALLOCATION_H
 
+#include "flashtile/ABI/TargetLimits.h"
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
 #include "llvm/ADT/SmallVector.h"
 
 namespace flashtile::attn {
-
-/// Offsets are multiples of this: 128 B is the period of the shared-memory
-/// banks, which the swizzled layouts of the sm80 path assume.
-constexpr int64_t kSmemAlignment = 128;
 
 /// The live range of one buffer, as indices of top-level ops of the kernel
 /// body (inclusive).
