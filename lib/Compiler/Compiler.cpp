@@ -339,11 +339,9 @@ static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
                         CompiledKernel &build) {
   constexpr int kMaxTries = 4;
   ConfigAttr chosen = build.getTileKernel().getConfigAttr();
-  std::string spilled = llvm::formatv(
-      "{0}x{1} st{2} w{3} q_in_regs={4} spilled {5} B", chosen.getTileM(),
-      chosen.getTileN(), chosen.getStages(), chosen.getWarps(),
-      chosen.getQInRegs() ? "true" : "false",
-      build.cubin->spillStores.value_or(0));
+  std::string spilled =
+      llvm::formatv("({0}) spilled {1} B", formatConfig(chosen),
+                    build.cubin->spillStores.value_or(0));
   KernelOp original = *kernelLevel.getOps<KernelOp>().begin();
   SmallVector<ConfigCandidate> ranked = rankConfigs(original, pins);
   int64_t ceiling = std::numeric_limits<int64_t>::max();

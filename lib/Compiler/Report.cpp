@@ -60,14 +60,7 @@ void flashtile::printSmemPlan(llvm::raw_ostream &os, KernelOp kernel) {
   os << ", softmax_scale "
      << llvm::format("%g", problem.getSoftmaxScale().getValueAsDouble())
      << "\n";
-  os << "  config: tile_m=" << c.getTileM() << " tile_n=" << c.getTileN()
-     << " stages=" << c.getStages() << " warps=" << c.getWarps()
-     << " q_in_regs=" << (c.getQInRegs() ? "true" : "false");
-  if (c.getKvWarps() != 1)
-    os << " kv_warps=" << c.getKvWarps();
-  if (c.getPackGqa())
-    os << " pack_gqa=true";
-  os << "\n";
+  os << "  config: " << formatConfig(c) << "\n";
   os << "  shared memory plan:\n";
   os << llvm::formatv("    {0,-6} {1,8} {2,8}  {3,-18} {4}\n", "buffer",
                       "offset", "bytes", "shape", "shares bytes with");

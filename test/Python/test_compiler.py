@@ -60,7 +60,7 @@ class CacheTest(unittest.TestCase):
         self.assertEqual(kernel.cubin[:4], b"\x7fELF")
         self.assertEqual(kernel.metadata["name"], "flashtile_attention")
         self.assertEqual(kernel.metadata["isa"], "sm_90")
-        self.assertIn("config: tile_m=", kernel.report)
+        self.assertIn("config: tile_m = ", kernel.report)
         again = self.build()
         self.assertEqual(self.calls, 1)
         self.assertEqual(again.key, kernel.key)
@@ -88,7 +88,7 @@ class CacheTest(unittest.TestCase):
         prefill = self.build()
         decode = self.build(family="decode")
         self.assertNotEqual(prefill.key, decode.key)
-        self.assertIn("kv_warps=4 pack_gqa=true", decode.report)
+        self.assertIn("kv_warps = 4, pack_gqa = true", decode.report)
         self.assertIn(".entry flashtile_attention_combine(", decode.ptx)
         self.assertEqual([k["symbol"] for k in decode.metadata["kernels"]],
                          ["flashtile_attention",

@@ -140,6 +140,17 @@ FragLayout attn::getDefaultFragLayout(int64_t rank, Type elementType) {
   return FragLayout::A;
 }
 
+std::string attn::formatConfig(ConfigAttr config) {
+  // The attribute's own printer owns the spelling: #attn.config<...>.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  Attribute(config).print(os);
+  llvm::StringRef inner = text;
+  inner.consume_front("#attn.config<");
+  inner.consume_back(">");
+  return inner.str();
+}
+
 StringRef attn::stringifyFragLayout(FragLayout layout) {
   switch (layout) {
   case FragLayout::Acc:

@@ -51,16 +51,7 @@ struct AttnAllocateSharedMemoryPass
           << "shared memory plan needs " << total << " B but " << arch.name
           << " allows " << arch.smemPerBlock << " B per block";
       if (ConfigAttr config = kernel.getConfigAttr())
-        diag << " (config: tile_m = " << config.getTileM()
-             << ", tile_n = " << config.getTileN()
-             << ", stages = " << config.getStages()
-             << ", warps = " << config.getWarps()
-             << ", q_in_regs = " << (config.getQInRegs() ? "true" : "false")
-             << (config.getPackGqa()
-                     ? ", kv_warps = " + std::to_string(config.getKvWarps()) +
-                           ", pack_gqa = true"
-                     : std::string())
-             << ")";
+        diag << " (config: " << formatConfig(config) << ")";
       for (const BufferPlacement &buffer : plan.getBuffers()) {
         Diagnostic &note = diag.attachNote(buffer.alloc.getLoc());
         note << buffer.alloc.getName() << ": " << buffer.bytes << " B ("

@@ -52,6 +52,11 @@ llvm::StringRef stringifyFragLayout(FragLayout layout);
 
 namespace flashtile::attn {
 
+/// A config as every message and report states it: its parameters as the
+/// IR spells them ("tile_m = 128, tile_n = 64, stages = 2, warps = 4,
+/// q_in_regs = true", then kv_warps and pack_gqa where not the default).
+std::string formatConfig(ConfigAttr config);
+
 /// The address space of shared memory in NVVM (and in our buffer types).
 constexpr unsigned kSharedMemorySpace = 3;
 
