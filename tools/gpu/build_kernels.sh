@@ -23,116 +23,20 @@ build() { # [folder/]name, flags...
     -o "$out/$path.cubin" --launch-plan "$out/$path.plan.json"
 }
 
-# The SM120 configuration at every head dim of the matrix (multiples of 8
-# that are not multiples of 32 run padded); sm_90 at the multiples of 32.
-dims="48 64 72 80 96 112 128 160 192 256"
-dims90=" 64 96 128 192 256 "
-[ "$mode" = quick ] && dims="64 128"
-if [ "$mode" = sweep ]; then
-  # bf16 d = 128 SM120 configurations, for timing the cost model's choices.
-  for cfg in "128 128 1 8 true" "128 64 1 8 true" "128 128 1 8 false" \
-             "64 64 1 4 true" "128 64 2 8 true" "64 128 1 4 true"; do
-    set -- $cfg
-    for mask in full causal; do
-      flags=(--dtype=bf16 --head-dim=128)
-      [ $mask = causal ] && flags+=(--causal)
-      build "sweep_d128_${mask}_${1}x${2}_st${3}_w${4}_q${5}" --arch=sm_120 \
-        --isa=sm_90 "${flags[@]}" --tile-m=$1 --tile-n=$2 --stages=$3 \
-        --warps=$4 --q-in-regs=$5
-    done
-  done
-  exit 0
-fi
-# The decode family (--family=decode): the matrix check_fwd.py runs on
-# every plan, and pinned configs bench_decode.py compares with the chosen one.
-decode() {
-  for dtype in bf16 f16; do
-    for d in 64 128; do
-      for mask in full causal; do
-        flags=(--dtype=$dtype --head-dim=$d)
-        [ $mask = causal ] && flags+=(--causal)
-        build "decode_${dtype}_d${d}_${mask}" --arch=sm_120 --isa=sm_90 \
-          --family=decode "${flags[@]}"
-      done
-    done
-  done
-  build decode_bf16_d80_full --arch=sm_120 --isa=sm_90 --family=decode \
-    --dtype=bf16 --head-dim=80
-  build decode_bf16_d256_causal --arch=sm_120 --isa=sm_90 --family=decode \
-    --dtype=bf16 --head-dim=256 --causal
-  build decode_f16_d128_window100_50 --arch=sm_120 --isa=sm_90 \
-    --family=decode --dtype=f16 --head-dim=128 --window=100,50
-  # Paged KV, in a folder of its own (check_fwd.py's contiguous matrix
-  # cannot run them; bench_decode.py times them next to the contiguous ones).
-  mkdir -p "$out/paged"
-  for d in 64 128; do
-    for mask in full causal; do
-      flags=(--dtype=bf16 --head-dim=$d)
-      [ $mask = causal ] && flags+=(--causal)
-      build "paged/decode_bf16_d${d}_${mask}" --arch=sm_120 --isa=sm_90 \
-        --family=decode --paged-kv "${flags[@]}"
-    done
-  done
-  for cfg in "64 2" "64 1" "128 1"; do
-    set -- $cfg
-    build "decode_bf16_d128_full_${1}st${2}" --arch=sm_120 --isa=sm_90 \
-      --family=decode --dtype=bf16 --head-dim=128 --tile-n=$1 --stages=$2
-  done
-}
-if [ "$mode" = decode ]; then
-  decode
-  exit 0
-fi
-[ "$mode" = full ] && decode
-[ "$mode" = variants ] && dims=""
-[ "$mode" = variants ] && for mask in full causal; do
-  flags=(--dtype=bf16 --head-dim=128)
-  [ $mask = causal ] && flags+=(--causal)
-  build "sm120cfg_bf16_d128_${mask}" --arch=sm_120 --isa=sm_90 "${flags[@]}"
+# Every kernel of the kernel matrix (tools/kernel-matrix.txt) in this
+# mode's set: the SM120 configuration at every head dim (multiples of 8
+# that are not multiples of 32 run padded), sm_90 at the multiples of 32,
+# different head dims for QK^T and PV, sliding windows, explicit configs the
+# search does not pick (so that every code path runs), the decode family
+# (contiguous, and paged KV in a folder of its own) and the sweep of d = 128
+# configurations that times the cost model's choices.
+grep -v '^#' "$root/tools/kernel-matrix.txt" | while read -r name sets flags; do
+  [[ ",$sets," == *",$mode,"* ]] || continue
+  mkdir -p "$out/$(dirname "$name")"
+  # shellcheck disable=SC2086
+  build "$name" $flags < /dev/null
 done
-for dtype in f16 bf16; do
-  for d in $dims; do
-    for mask in full causal; do
-      flags=(--dtype=$dtype --head-dim=$d)
-      [ $mask = causal ] && flags+=(--causal)
-      build "sm120cfg_${dtype}_d${d}_${mask}" --arch=sm_120 --isa=sm_90 "${flags[@]}"
-      [[ "$dims90" == *" $d "* ]] &&
-        build "sm90_${dtype}_d${d}_${mask}" --arch=sm_90 "${flags[@]}"
-    done
-  done
-done
-# Different head dims for QK^T and PV.
-[ "$mode" = full ] && for pair in "192 128" "128 64"; do
-  set -- $pair
-  for dtype in f16 bf16; do
-    build "sm120cfg_${dtype}_d${1}v${2}_causal" --arch=sm_120 --isa=sm_90 \
-      --dtype=$dtype --head-dim=$1 --head-dim-v=$2 --causal
-  done
-done
-# Sliding windows (left 256, right 0 and left 100, right 50).
-[ "$mode" = variants ] || {
-build sm120cfg_bf16_d128_window256_0 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
-  --head-dim=128 --window=256,0
-build sm120cfg_f16_d64_window100_50 --arch=sm_120 --isa=sm_90 --dtype=f16 \
-  --head-dim=64 --window=100,50
-
-# Explicit configurations the search does not pick, so that every code path
-# runs: two pipeline stages, 4 warps, Q in shared memory at d = 128, and
-# d = 256 with Q in registers and V in Q's bytes (the only way 128x64 fits
-# sm_120 at d = 256).
-build sm120cfg_bf16_d128_causal_128x64_st2 --arch=sm_120 --isa=sm_90 \
-  --dtype=bf16 --head-dim=128 --causal --tile-m=128 --tile-n=64 --stages=2 \
-  --warps=8 --q-in-regs=true
-build sm120cfg_f16_d64_64x64_w4_st2_smemq --arch=sm_120 --isa=sm_90 \
-  --dtype=f16 --head-dim=64 --tile-m=64 --tile-n=64 --stages=2 --warps=4 \
-  --q-in-regs=false
-build sm120cfg_f16_d128_128x128_smemq --arch=sm_120 --isa=sm_90 --dtype=f16 \
-  --head-dim=128 --window=64,64 --tile-m=128 --tile-n=128 --stages=1 \
-  --warps=8 --q-in-regs=false
-build sm120cfg_bf16_d256_128x64_qreuse --arch=sm_120 --isa=sm_90 \
-  --dtype=bf16 --head-dim=256 --causal --tile-m=128 --tile-n=64 --stages=1 \
-  --warps=8 --q-in-regs=true
-}
+case "$mode" in sweep | decode) exit 0 ;; esac
 
 # The variant examples (dsl/examples), SM120 configuration, bf16 and f16,
 # with the causalities tools/gpu/check_variants.py runs; and the built-in
@@ -166,8 +70,6 @@ if [ "$mode" != quick ]; then
   PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
     python3 "$root/python_bindings/examples/tile_attention.py" "$out" \
     --isa sm_90 > /dev/null
-  build var_window1024_bf16 --arch=sm_120 --isa=sm_90 --dtype=bf16 \
-    --head-dim=128 --window=1024,0
 fi
 
 python3 - "$out" <<'PY'
