@@ -10,7 +10,10 @@
 #include "flashtile/Conversion/AttnToNVVM/AttnToNVVM.h"
 #include "flashtile/Conversion/Passes.h"
 
-#include "LoweringUtils.h"
+#include "GlobalAccess.h"
+#include "Patterns.h"
+#include "SharedAccess.h"
+#include "TileOpContext.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookEmitter.h"
+#include "Patterns.h"
 
 #include "mlir/IR/PatternMatch.h"
 

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookEmitter.h"
+#include "Patterns.h"
 
 #include "mlir/IR/PatternMatch.h"
 

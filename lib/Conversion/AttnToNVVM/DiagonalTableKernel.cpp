@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookEmitter.h"
+#include "Patterns.h"
 
 #include "mlir/IR/PatternMatch.h"
 

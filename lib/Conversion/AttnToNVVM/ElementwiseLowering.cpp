@@ -8,7 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookEmitter.h"
-#include "LoweringUtils.h"
+#include "Patterns.h"
+#include "TileOpContext.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"

@@ -1,7 +1,10 @@
 //===- EpilogueLowering.cpp - Normalise, stage and store O and LSE --------===//
 
 #include "HookEmitter.h"
-#include "LoweringUtils.h"
+#include "GlobalAccess.h"
+#include "Patterns.h"
+#include "SharedAccess.h"
+#include "TileOpContext.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 

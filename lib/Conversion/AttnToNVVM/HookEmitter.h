@@ -16,7 +16,7 @@
 #ifndef FLASHTILE_LIB_CONVERSION_ATTNTONVVM_HOOKEMITTER_H
 #define FLASHTILE_LIB_CONVERSION_ATTNTONVVM_HOOKEMITTER_H
 
-#include "LoweringUtils.h"
+#include "TileOpContext.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HookEmitter.h"
+#include "Patterns.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"

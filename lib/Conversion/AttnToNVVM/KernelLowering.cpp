@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringUtils.h"
+#include "GlobalAccess.h"
+#include "Patterns.h"
+#include "TileOpContext.h"
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 

@@ -1,6 +1,9 @@
 //===- MemoryLowering.cpp - Shared buffers, async copies, barriers --------===//
 
-#include "LoweringUtils.h"
+#include "GlobalAccess.h"
+#include "Patterns.h"
+#include "SharedAccess.h"
+#include "TileOpContext.h"
 
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 

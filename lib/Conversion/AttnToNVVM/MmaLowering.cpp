@@ -16,7 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringUtils.h"
+#include "Patterns.h"
+#include "SharedAccess.h"
+#include "TileOpContext.h"
 
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 #include "flashtile/Target/PTX.h"

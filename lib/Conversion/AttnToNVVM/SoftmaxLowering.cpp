@@ -1,6 +1,7 @@
 //===- SoftmaxLowering.cpp - Splat, masking and the online softmax --------===//
 
-#include "LoweringUtils.h"
+#include "Patterns.h"
+#include "TileOpContext.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"

@@ -1,0 +1,84 @@
+//===- TileOpContext.cpp - What a tile op lowers against ------------------===//
+
+#include "TileOpContext.h"
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+using namespace flashtile::attn::lowering;
+
+ScoreTileCoords::ScoreTileCoords(TileOpContext &ctx, int64_t rows,
+                                 int64_t cols, Value mBlock, Value nBlock)
+    : ctx(ctx), e(ctx.e) {
+  ThreadCoords &thread = ctx.thread();
+  rowBase = e.add(e.mul(mBlock, rows),
+                  e.add(e.mul(thread.warp, ctx.layout.rowsPerWarp(rows)),
+                        thread.g));
+  // The KV tile is kv_warps slices of `cols` keys; this warp holds one.
+  int64_t kvWarps = ctx.config.getKvWarps();
+  colBase = e.add(e.mul(nBlock, cols * kvWarps), e.mul(thread.t, 2));
+  if (kvWarps > 1)
+    colBase = e.add(colBase, e.mul(thread.kvWarp, cols));
+}
+
+Value ScoreTileCoords::row(int64_t i, int64_t r) {
+  if (!ctx.packed())
+    return e.add(rowBase, rowOffset(i, r));
+  auto &entry = unpacked[rowOffset(i, r)];
+  if (!entry.first)
+    entry = ctx.unpackRow(e.add(rowBase, rowOffset(i, r)));
+  return entry.first;
+}
+
+Value ScoreTileCoords::headOffset(int64_t i, int64_t r) {
+  if (!ctx.packed())
+    return {};
+  row(i, r);
+  return unpacked[rowOffset(i, r)].second;
+}
+
+Value TileOpContext::groupSize() {
+  if (!group)
+    group = e.sdiv(getKernelParam(op, abi::kQuerySide.heads),
+                   getKernelParam(op, abi::kKeySide.heads));
+  return group;
+}
+
+std::pair<Value, Value>
+TileOpContext::packedTilePositions(Value mBlock, Value seqlenQ, int64_t tileM) {
+  Value first = e.mul(mBlock, tileM);
+  Value rows = e.mul(seqlenQ, groupSize());
+  Value last = e.sub(e.smin(e.add(first, tileM), rows), e.i32(1));
+  return {unpackRow(first).first, unpackRow(last).first};
+}
+
+std::pair<Value, Value> TileOpContext::unpackRow(Value row) {
+  Value g = groupSize();
+  OpBuilder &b = e.builder();
+  return {LLVM::UDivOp::create(b, e.location(), row, g),
+          LLVM::URemOp::create(b, e.location(), row, g)};
+}
+
+Value ScoreTileCoords::col(int64_t j, int64_t r) {
+  return e.add(colBase, 8 * j + FragmentLayout::accElementOffset(r).second);
+}
+
+SmallVector<Value> lowering::packAccumulatorAsA(Emitter &e, ArrayRef<Value> acc,
+                                                int64_t mTiles, int64_t nTiles,
+                                                Type dtype) {
+  int64_t kTiles = nTiles / 2;
+  SmallVector<Value> a(mTiles * kTiles * 4);
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t k = 0; k < kTiles; ++k)
+      for (int64_t r = 0; r < 4; ++r) {
+        Value halves[2];
+        for (int64_t half = 0; half < 2; ++half) {
+          auto [tile, element] = FragmentLayout::accSourceOfA(r, half);
+          halves[half] = acc[FragmentLayout::accIndex(i, 2 * k + tile, element,
+                                                      nTiles)];
+        }
+        a[FragmentLayout::aIndex(i, k, r, kTiles)] =
+            e.packPair(halves[0], halves[1], dtype);
+      }
+  return a;
+}
