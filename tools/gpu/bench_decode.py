@@ -41,6 +41,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import KernelInfo, compare, find_kernels, reference, runtime  # noqa: E402
+import ftgpu.timing  # noqa: E402
 
 # (B, Hq, Hkv, Sk, Sq, d, causal): the issue's table.
 SHAPES = [
@@ -59,17 +60,8 @@ PAGE_SIZE = 16
 
 
 def mean_us(torch, fn, warmup=3, reps=30):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000.0 / reps
+    """us per call of `fn` (ftgpu.timing, which every benchmark shares)."""
+    return ftgpu.timing.time_ms(fn, warmup, reps) * 1000.0
 
 
 def try_time(torch, fn):

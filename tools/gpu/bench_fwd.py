@@ -29,6 +29,7 @@ import traceback
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import KernelInfo, runtime  # noqa: E402  (sets up the path)
+import ftgpu.timing  # noqa: E402
 
 PEERS = ("sdpa-flash", "cudnn", "flex")
 
@@ -61,19 +62,8 @@ def attention_flops(b, h, s, d, dv, causal, window):
 
 
 def time_ms(torch, fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    events = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        events.append((start, end))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in events)
+    """ms per call of `fn` (ftgpu.timing, which every benchmark shares)."""
+    return ftgpu.timing.time_ms(fn, warmup, reps)
 
 
 def find_kernels(paths):

@@ -134,7 +134,7 @@ def run():
     dev = "cuda"
     gen = torch.Generator().manual_seed(22)
     torch_dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
-    tols = {"bf16": 1e-2, "f16": 2e-3}
+    from ftgpu.tolerance import O_TOLERANCE as tols
     results = []
 
     def compare(label, out, lse, ref, ref_lse, dtype):

@@ -19,11 +19,11 @@ attention computed from the same cast inputs:
   kv head h // (Hq / Hkv); lse = natural-log sum of exp of the scaled scores.
   A row that sees no key must give O = 0 and LSE = -inf.
 
-Errors: O as max|o - ref| / max|ref| (max|ref| = 0: the absolute error);
-LSE as the max absolute error over rows with a finite reference, passing
-when |lse - ref| <= 2e-3 * max(1, |ref|); -inf rows must match exactly; any
-NaN or +-inf where the reference is finite fails. O tolerance: bf16 1e-2,
-f16 2e-3.
+Errors, by the rules of ftgpu.tolerance that every check shares: O as
+max|o - ref| / max|ref| (bf16 1e-2, f16 2e-3); the LSE within 2e-3 *
+max(1, |ref|) where the reference is finite; -inf rows must match exactly;
+any NaN or +-inf where the reference is finite fails. The reference is
+ftgpu.reference's float64 attention.
 
 Exit status: 0 when every case passes, 1 otherwise (including kernels that
 fail to load or launch), 2 on bad usage. --sanitize runs one small shape per
@@ -37,6 +37,10 @@ import os
 import sys
 import time
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ftgpu.reference  # noqa: E402
+import ftgpu.tolerance  # noqa: E402
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 try:
@@ -100,11 +104,7 @@ SHAPES = [
 ]
 SANITIZE_SHAPE = (1, 2, 1, 113, 203)
 
-O_TOLERANCE = {"bf16": 1e-2, "f16": 2e-3}
-LSE_TOLERANCE = 2e-3  # relative, with a floor of 1 on |ref|
-
-# Reference scores are computed in chunks of at most this many elements.
-_REF_CHUNK_ELEMS = 1 << 27
+O_TOLERANCE = ftgpu.tolerance.O_TOLERANCE
 
 
 class Log:
@@ -117,97 +117,17 @@ class Log:
             print(line, flush=True)
 
 
-def visible_mask(torch, sq, sk, causal, window, device):
-    left, right = window
-    if causal:
-        right = 0 if right < 0 else min(right, 0)
-    i = torch.arange(sq, device=device)[:, None] + (sk - sq)
-    j = torch.arange(sk, device=device)[None, :]
-    visible = torch.ones(sq, sk, dtype=torch.bool, device=device)
-    if left >= 0:
-        visible &= j >= i - left
-    if right >= 0:
-        visible &= j <= i + right
-    return visible
-
-
 def reference(torch, q, k, v, scale, causal, window, device):
-    """float64 attention of (B, H, S, D) tensors; returns (O, LSE) on device."""
-    b_, hq, sq, _ = q.shape
-    hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
-    group = hq // hkv
-    visible = visible_mask(torch, sq, sk, causal, window, device)
-    out = torch.empty(b_, hq, sq, dv, dtype=torch.float64, device=device)
-    lse = torch.empty(b_, hq, sq, dtype=torch.float64, device=device)
-    heads_per_chunk = max(1, _REF_CHUNK_ELEMS // (sq * sk))
-    for b in range(b_):
-        for h0 in range(0, hq, heads_per_chunk):
-            h1 = min(hq, h0 + heads_per_chunk)
-            kv = torch.arange(h0, h1, device=k.device) // group
-            qf = q[b, h0:h1].to(device=device, dtype=torch.float64)
-            kf = k[b, kv].to(device=device, dtype=torch.float64)
-            vf = v[b, kv].to(device=device, dtype=torch.float64)
-            s = torch.matmul(qf, kf.transpose(-1, -2)).mul_(scale)
-            s.masked_fill_(~visible, float("-inf"))
-            row_lse = torch.logsumexp(s, dim=-1)
-            safe = torch.where(torch.isinf(row_lse), torch.zeros_like(row_lse),
-                               row_lse)
-            s.sub_(safe[..., None]).exp_()
-            out[b, h0:h1] = torch.matmul(s, vf)
-            lse[b, h0:h1] = row_lse
-            del s
-    return out, lse
+    """float64 attention of (B, H, S, D) tensors (ftgpu.reference); returns
+    (O, LSE) on device."""
+    return ftgpu.reference.attention(q, k, v, scale, causal=causal,
+                                     window=window, device=device)
 
 
 def compare(torch, meta, out, lse, ref_o, ref_lse):
-    """Returns (o_rel_err, lse_abs_err, problems: list of str)."""
-    problems = []
-    out = out.to(device=ref_o.device, dtype=torch.float64)
-    lse = lse.to(device=ref_lse.device, dtype=torch.float64)
-    n_nan_o = int(torch.isnan(out).sum())
-    n_nan_l = int(torch.isnan(lse).sum())
-    if n_nan_o:
-        problems.append(f"{n_nan_o} NaN in O")
-    if n_nan_l:
-        problems.append(f"{n_nan_l} NaN in LSE")
-    n_inf_o = int(torch.isinf(out).sum())
-    if n_inf_o:
-        problems.append(f"{n_inf_o} inf in O")
-
-    diff = (out - ref_o).abs()
-    diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
-    max_ref = float(ref_o.abs().max()) if ref_o.numel() else 0.0
-    max_diff = float(diff.max()) if diff.numel() else 0.0
-    o_err = max_diff / max_ref if max_ref > 0 else max_diff
-    if not o_err < O_TOLERANCE[meta.dtype]:
-        problems.append(f"O rel err {o_err:.3g} >= {O_TOLERANCE[meta.dtype]:g}")
-
-    ref_neginf = torch.isneginf(ref_lse)
-    got_neginf = torch.isneginf(lse)
-    mismatch = int((ref_neginf != got_neginf).sum())
-    if mismatch:
-        problems.append(f"{mismatch} LSE -inf positions differ "
-                        f"(ref {int(ref_neginf.sum())}, got {int(got_neginf.sum())})")
-    if int(torch.isposinf(lse).sum()):
-        problems.append("+inf in LSE")
-    finite = torch.isfinite(ref_lse)
-    lse_err = 0.0
-    if bool(finite.any()):
-        got, want = lse[finite], ref_lse[finite]
-        err = (got - want).abs()
-        err = torch.where(torch.isnan(err), torch.full_like(err, math.inf), err)
-        lse_err = float(err.max())
-        rel = float((err / want.abs().clamp(min=1.0)).max())
-        if not rel <= LSE_TOLERANCE:
-            problems.append(f"LSE err {lse_err:.3g} (rel {rel:.3g} > "
-                            f"{LSE_TOLERANCE:g})")
-    # Rows that see no key must be exactly zero.
-    empty_rows = ref_neginf
-    if bool(empty_rows.any()):
-        nonzero = int((out[empty_rows] != 0).any(dim=-1).sum())
-        if nonzero:
-            problems.append(f"{nonzero} fully masked rows have O != 0")
-    return o_err, lse_err, problems
+    """Returns (o_rel_err, lse_abs_err, problems: list of str), by
+    ftgpu.tolerance's rules for the kernel's dtype."""
+    return ftgpu.tolerance.compare(out, lse, ref_o, ref_lse, meta.dtype)
 
 
 def run_case(torch, kernel, meta, shape, seed, ref_device, input_scale):

@@ -25,6 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import flashtile  # noqa: E402
 import py_hooks as H  # noqa: E402
 from bench_fwd import time_ms  # noqa: E402
+from ftgpu.reference import attention as attention_reference, join_sinks  # noqa: E402
+from ftgpu.tolerance import O_TOLERANCE, dtype_name  # noqa: E402
 
 DEV = "cuda"
 ARCH = "sm_120"  # the SM120 configuration, run with the H200's ISA
@@ -52,28 +54,10 @@ def set_inputs(B, Hq, S, gen):
 
 
 def reference(q, k, v, causal, score_mod, mask_mod, scale):
-    """float64 attention; fully masked rows give 0 and -inf."""
-    B, Hq, Sq, D = q.shape
-    Hkv, Sk = k.shape[1], k.shape[2]
-    q, k, v = q.double(), k.double(), v.double()
-    k = k.repeat_interleave(Hq // Hkv, 1)
-    v = v.repeat_interleave(Hq // Hkv, 1)
-    s = (q @ k.transpose(-1, -2)) * scale
-    b = torch.arange(B, device=DEV).view(B, 1, 1, 1)
-    h = torch.arange(Hq, device=DEV).view(1, Hq, 1, 1)
-    qi = torch.arange(Sq, device=DEV).view(1, 1, Sq, 1)
-    ki = torch.arange(Sk, device=DEV).view(1, 1, 1, Sk)
-    if score_mod is not None:
-        s = score_mod(s, b, h, qi, ki).double()
-    keep = torch.ones_like(s, dtype=torch.bool)
-    if causal:
-        keep &= ki <= qi + (Sk - Sq)
-    if mask_mod is not None:
-        keep &= mask_mod(b, h, qi, ki).expand_as(keep)
-    s = s.masked_fill(~keep, -math.inf)
-    lse = torch.logsumexp(s, -1)
-    p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0)
-    return p @ v, lse
+    """float64 attention (ftgpu.reference); fully masked rows give 0 and
+    -inf."""
+    return attention_reference(q, k, v, scale, causal=causal,
+                               score_mod=score_mod, mask_mod=mask_mod)
 
 
 def to_pages(k, v, page, lengths, gen):
@@ -101,17 +85,6 @@ def to_pages(k, v, page, lengths, gen):
     return k_pool, v_pool, table.to(DEV)
 
 
-def join_sinks(ref, ref_lse, sinks):
-    """The float64 reference with a sink logit per query head joining every
-    row's denominator (none when sinks is None)."""
-    if sinks is None:
-        return ref, ref_lse
-    sink = sinks.double().view(1, -1, 1)
-    total_lse = torch.logaddexp(ref_lse, sink.expand_as(ref_lse))
-    ref = ref * torch.exp(ref_lse - total_lse).nan_to_num(0.0).unsqueeze(-1)
-    return ref, total_lse
-
-
 def poison():
     """Fills memory the caching allocator hands out next with NaN."""
     junk = torch.full((64 << 20,), float("nan"), device=DEV)
@@ -126,7 +99,7 @@ def run_checks():
           f"{'empty':>6}  result")
     for name, kind, causals in EXAMPLES:
         fn = getattr(H, name)
-        for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 2e-3)):
+        for dtype, tol in ((torch.bfloat16, O_TOLERANCE["bf16"]), (torch.float16, O_TOLERANCE["f16"])):
             for causal in causals:
                 for d in ((64, 128) if dtype == torch.bfloat16 else (64,)):
                     for B, Hq, Hkv, Sq, Sk in shapes:
@@ -187,7 +160,7 @@ def run_sinks():
     O = 0 and LSE = the sink."""
     gen = torch.Generator().manual_seed(3)
     total = passed = 0
-    for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 2e-3)):
+    for dtype, tol in ((torch.bfloat16, O_TOLERANCE["bf16"]), (torch.float16, O_TOLERANCE["f16"])):
         for d in ((64, 128) if dtype == torch.bfloat16 else (64,)):
             for B, Hq, Hkv, Sq, Sk in [(2, 4, 2, 257, 300), (1, 4, 1, 300, 257),
                                        (2, 6, 3, 1, 129)]:
@@ -199,8 +172,9 @@ def run_sinks():
                 poison()
                 out, lse = flashtile.attention(q, k, v, causal=True, sinks=sinks,
                                                return_lse=True, arch=ARCH)
-                ref, ref_lse = reference(q, k, v, True, None, None, 1 / math.sqrt(d))
-                ref, total_lse = join_sinks(ref, ref_lse, sinks)
+                _, ref_lse = reference(q, k, v, True, None, None, 1 / math.sqrt(d))
+                ref, total_lse = attention_reference(q, k, v, causal=True,
+                                                     sinks=sinks)
                 err = ((out.double() - ref).abs().max()
                        / ref.abs().max().clamp_min(1e-30)).item()
                 lse_err = (lse.double() - total_lse).abs().max().item()
@@ -235,7 +209,7 @@ def run_decode():
     ]
     for dtype, d, causal, window, hook, with_sinks, shape in cases:
         B, Hq, Hkv, Sq, Sk = shape
-        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+        tol = O_TOLERANCE[dtype_name(dtype)]
         q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
         k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
         v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
@@ -301,7 +275,7 @@ def run_decode():
         err = ((out.transpose(1, 2).double() - ref).abs().max()
                / ref.abs().max().clamp_min(1e-30)).item()
         written = torch.equal(k, k_ref) and torch.equal(v, v_ref)
-        ok = err < 1e-2 and written and not torch.isnan(out).any().item()
+        ok = err < O_TOLERANCE["bf16"] and written and not torch.isnan(out).any().item()
         passed += ok
         print(f"{'decode_append' + ('_c' if causal else ''):40} "
               f"{f'Sn={Sn} L={lengths}':40} {err:9.2e} {'':9}  "
@@ -340,7 +314,7 @@ def run_decode():
         (torch.float16, 96, False, False, 32, (2, 4, 4, 1, 200), [200, 33]),
     ]:
         B, Hq, Hkv, Sq, Sk = shape
-        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+        tol = O_TOLERANCE[dtype_name(dtype)]
         q = torch.randn(B, Sq, Hq, d, generator=gen).to(DEV, dtype)
         k = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
         v = torch.randn(B, Sk, Hkv, d, generator=gen).to(DEV, dtype)
@@ -420,7 +394,7 @@ def run_decode():
         torch.equal(k_pool[pages[b, p // page], p % page], k_ref[b, p]) and
         torch.equal(v_pool[pages[b, p // page], p % page], v_ref[b, p])
         for b, n in enumerate(after) for p in range(n))
-    ok = err < 1e-2 and written and not torch.isnan(out).any().item()
+    ok = err < O_TOLERANCE["bf16"] and written and not torch.isnan(out).any().item()
     passed += ok
     print(f"{'decode_paged_append_c':40} {f'Sn={Sn} L={lengths}':40} {err:9.2e} "
           f"{'':9}  {'PASS' if ok else 'FAIL'}"
@@ -453,7 +427,7 @@ def run_decode():
                            lambda b, h, qi, ki: ki < lengths_t, 1 / math.sqrt(d))
         err = ((out.transpose(1, 2).double() - ref).abs().max()
                / ref.abs().max().clamp_min(1e-30)).item()
-        ok = err < 1e-2 and not torch.isnan(out).any().item()
+        ok = err < O_TOLERANCE["bf16"] and not torch.isnan(out).any().item()
         passed += ok
         print(f"{'decode_cuda_graph_replay':40} {f'L={lengths}':40} {err:9.2e} "
               f"{'':9}  {'PASS' if ok else 'FAIL'}")
@@ -491,7 +465,7 @@ def run_varlen():
         (torch.float16, 64, False, [257, 3], [100, 1000], (6, 2)),
     ]:
         Hq, Hkv = heads
-        tol = 1e-2 if dtype == torch.bfloat16 else 2e-3
+        tol = O_TOLERANCE[dtype_name(dtype)]
         tq, tk = sum(lens_q), sum(lens_k)
         q = torch.randn(tq, Hq, d, generator=gen).to(DEV, dtype)
         k = torch.randn(tk, Hkv, d, generator=gen).to(DEV, dtype)

@@ -51,7 +51,9 @@ except ImportError:
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_fwd  # noqa: E402  (its timing loop)
+import ftgpu.timing  # noqa: E402
+from ftgpu.reference import attention as attention_reference  # noqa: E402
+from ftgpu.tolerance import LSE_TOLERANCE, O_TOLERANCE  # noqa: E402
 
 CHUNK = 1024
 
@@ -141,31 +143,14 @@ def kernel_extras(ex):
 
 
 def reference(q, k, v, scale, causal, score_mod, mask_mod, ex):
-    """float64 O (B, Sq, Hq, Dv) and LSE (B, Hq, Sq) from (B, H, S, D) inputs."""
-    B, Hq, Sq, _ = q.shape
-    Hkv, Sk = k.shape[1], k.shape[2]
-    rep = Hq // Hkv
-    qd = q.double()
-    kd = k.double().repeat_interleave(rep, dim=1)
-    vd = v.double().repeat_interleave(rep, dim=1)
-    s = torch.einsum("bhqd,bhkd->bhqk", qd, kd) * scale
-    dev = q.device
-    bi = torch.arange(B, device=dev).view(B, 1, 1, 1)
-    hi = torch.arange(Hq, device=dev).view(1, Hq, 1, 1)
-    qi = torch.arange(Sq, device=dev).view(1, 1, Sq, 1)
-    ki = torch.arange(Sk, device=dev).view(1, 1, 1, Sk)
-    if score_mod is not None:
-        s = score_mod(s, bi, hi, qi, ki, ex).double()
-    keep = torch.ones(B, Hq, Sq, Sk, dtype=torch.bool, device=dev)
-    if causal:
-        keep &= ki <= qi + (Sk - Sq)
-    if mask_mod is not None:
-        keep &= mask_mod(bi, hi, qi, ki, ex).expand(B, Hq, Sq, Sk)
-    s = s.masked_fill(~keep, float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    p = torch.exp(s - lse.unsqueeze(-1))
-    p = torch.nan_to_num(p, nan=0.0)
-    o = torch.einsum("bhqk,bhkd->bhqd", p, vd)
+    """float64 O (B, Sq, Hq, Dv) and LSE (B, Hq, Sq) from (B, H, S, D) inputs
+    (ftgpu.reference, the example's extras bound into its hooks)."""
+    o, lse = attention_reference(
+        q, k, v, scale, causal=causal,
+        score_mod=None if score_mod is None else
+        (lambda s, b, h, qi, ki: score_mod(s, b, h, qi, ki, ex)),
+        mask_mod=None if mask_mod is None else
+        (lambda b, h, qi, ki: mask_mod(b, h, qi, ki, ex)))
     return o.transpose(1, 2), lse
 
 
@@ -194,11 +179,11 @@ def check_case(kernel, dtype, causal, example, B, Hq, Hkv, Sq, Sk, seed):
     if finite.any():
         diff = (lse.double() - rlse).abs()[finite]
         lse_err = diff.max().item()
-        lse_ok &= bool((diff <= 2e-3 * rlse.abs()[finite].clamp(min=1)).all())
+        lse_ok &= bool((diff <= LSE_TOLERANCE * rlse.abs()[finite].clamp(min=1)).all())
     # Fully masked rows: O = 0 exactly.
     empty = torch.isneginf(rlse).transpose(1, 2)  # (B, Sq, Hq)
     zero_ok = bool((o.double()[empty] == 0).all()) if empty.any() else True
-    tol = 1e-2 if dtype == "bf16" else 2e-3
+    tol = O_TOLERANCE[dtype]
     ok = (o_err < tol and lse_ok and zero_ok and not torch.isnan(o).any().item())
     return ok, o_err, lse_err, int(empty.sum().item())
 
@@ -243,8 +228,8 @@ def run_checks(kernels_dir, sanitize=False):
 # --- Speed -------------------------------------------------------------------
 
 def time_ms(fn, warmup=5, reps=20):
-    """Median ms of `fn` over `reps` CUDA-event timed calls."""
-    return bench_fwd.time_ms(torch, fn, warmup, reps)
+    """ms per call of `fn` (ftgpu.timing)."""
+    return ftgpu.timing.time_ms(fn, warmup, reps)
 
 
 def visible_entries(B, Hq, Sq, Sk, causal, mask_mod, ex):
