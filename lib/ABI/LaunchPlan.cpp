@@ -636,7 +636,7 @@ LaunchPlan parsePlan(const Json &root) {
     for (size_t i = 0; i < list.size(); ++i) {
       std::string path = index("workspaces", i);
       expectObject(list[i], path);
-      checkKeys(list[i], path, {"name", "bytes"});
+      checkKeys(list[i], path, {"name", "bytes", "zero"});
       Workspace ws;
       ws.name = getString(require(list[i], path, "name"), join(path, "name"));
       for (const Workspace &seen : plan.workspaces)
@@ -646,6 +646,11 @@ LaunchPlan parsePlan(const Json &root) {
       ws.bytes =
           parseExpr(require(list[i], path, "bytes"), join(path, "bytes"));
       checkNames(ws.bytes, join(path, "bytes"), sizeNames, false);
+      if (auto zero = list[i].find("zero"); zero != list[i].end()) {
+        if (!zero->is_boolean())
+          fail(join(path, "zero"), "expected a boolean");
+        ws.zeroed = zero->get<bool>();
+      }
       plan.workspaces.push_back(std::move(ws));
     }
   }
@@ -1226,6 +1231,8 @@ std::string flashtile::plan::writeJson(const LaunchPlan &plan) {
     Json w = Json::object();
     w["name"] = ws.name;
     w["bytes"] = writeExpr(ws.bytes);
+    if (ws.zeroed)
+      w["zero"] = true;
     workspaces.push_back(std::move(w));
   }
   root["workspaces"] = std::move(workspaces);

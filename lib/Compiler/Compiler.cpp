@@ -189,6 +189,8 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   p.isa = isa.name.str();
   p.codePath = stringifyCodePath(arch.codePath).str();
   describeKernelArguments(kernel, p);
+  // Declared workspace tensors come first; the extra kernels' follow.
+  p.workspaces = getTensorWorkspaces(kernel);
   // One entry of the cubin; every kernel of the family takes the
   // parameters of getKernelParams.
   auto addKernel = [&](std::string symbol, int64_t threads, int64_t smem,
@@ -265,6 +267,52 @@ static bool spills(const CubinResult &cubin) {
   return cubin.spillStores.value_or(0) > 0 || cubin.spillLoads.value_or(0) > 0;
 }
 
+/// The plan of a family: `first` (its first kernel's plan) with the later
+/// kernels' kernels appended in order, and their workspaces and checks
+/// where new. The kernels share the family's arguments (FamilyOp's
+/// verifier), so their parameters and size bindings agree.
+static FailureOr<plan::LaunchPlan>
+joinFamilyPlans(FamilyOp family, ArrayRef<KernelOp> kernels,
+                const ArchInfo &isa, StringRef cubinFile,
+                const CubinResult &cubin, plan::LaunchPlan first) {
+  first.name = family.getSymName().str();
+  for (KernelOp kernel : kernels.drop_front()) {
+    plan::LaunchPlan next = buildLaunchPlan(kernel, isa, cubinFile, cubin);
+    if (!next.dispatch.empty() || !next.derived.empty())
+      return family.emitOpError()
+             << "lists @" << kernel.getSymName()
+             << ", which splits KV; a family's kernels run every time, in "
+                "order";
+    for (plan::Kernel &k : next.kernels)
+      first.kernels.push_back(std::move(k));
+    for (plan::Workspace &ws : next.workspaces) {
+      int64_t seen = first.findWorkspace(ws.name);
+      if (seen < 0) {
+        first.workspaces.push_back(std::move(ws));
+        continue;
+      }
+      // The declared workspaces are the family's, the same in every
+      // kernel; another of the same name is a second block mask or table.
+      if (!first.workspaces[seen].zeroed || !ws.zeroed)
+        return family.emitOpError()
+               << "lists @" << kernel.getSymName() << ", whose workspace '"
+               << ws.name
+               << "' another kernel of the family has too; one kernel of a "
+                  "family may have a run-time block mask, a diagonal table";
+    }
+    for (plan::Check &check : next.checks)
+      if (llvm::none_of(first.checks, [&](const plan::Check &c) {
+            return c.message == check.message;
+          }))
+        first.checks.push_back(std::move(check));
+  }
+  if (!first.dispatch.empty())
+    return family.emitOpError()
+           << "lists @" << KernelOp(kernels.front()).getSymName()
+           << ", which splits KV; a family's kernels run every time, in order";
+  return first;
+}
+
 /// One compile of a clone of the kernel-level `module` with `pins`, stage by
 /// stage up to `options.stopAfter`.
 static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
@@ -274,8 +322,15 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   CompiledKernel result;
   result.tileModule = module.clone();
   ModuleOp work = *result.tileModule;
-  KernelOp kernel = *work.getOps<KernelOp>().begin();
-  result.name = kernel.getSymName().str();
+  // One kernel, or a family's kernels in launch order (the first one's
+  // figures are the report's).
+  auto families = work.getOps<FamilyOp>();
+  FamilyOp family = families.empty() ? FamilyOp() : *families.begin();
+  SmallVector<KernelOp, 4> planKernels =
+      family ? family.getKernelOps()
+             : SmallVector<KernelOp, 4>{*work.getOps<KernelOp>().begin()};
+  KernelOp kernel = planKernels.front();
+  result.name = family ? family.getSymName().str() : kernel.getSymName().str();
   result.arch = &kernel.getArch().getInfo();
   result.isa = options.isa ? &getArchInfo(*options.isa) : result.arch;
   if (failed(runTilePipeline(work, pins)))
@@ -285,6 +340,9 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
 
   // Lower a copy: the tile module stays readable for reports and plans.
   OwningOpRef<ModuleOp> lowered = work.clone();
+  // The family is the plan's; the code is its kernels'.
+  for (FamilyOp f : llvm::make_early_inc_range(lowered->getOps<FamilyOp>()))
+    f.erase();
   PassManager lower(work.getContext());
   lower.addPass(createConvertAttnToNVVM());
   if (failed(lower.run(*lowered)))
@@ -308,7 +366,7 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   if (failed(cubin))
     return failure();
   result.cubin = std::move(*cubin);
-  KernelOp tile = result.getTileKernel();
+  KernelOp tile = kernel;
   // The attention kernel's own figures, in a cubin with a block-mask kernel.
   CubinResult::EntryResources used =
       getEntryResources(*result.cubin, tile.getSymName());
@@ -324,6 +382,14 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
                               : options.cubinFileName;
   result.launchPlan =
       buildLaunchPlan(tile, *result.isa, cubinFile, *result.cubin);
+  if (family) {
+    FailureOr<plan::LaunchPlan> joined =
+        joinFamilyPlans(family, planKernels, *result.isa, cubinFile,
+                        *result.cubin, std::move(*result.launchPlan));
+    if (failed(joined))
+      return failure();
+    result.launchPlan = std::move(*joined);
+  }
   return result;
 }
 
@@ -377,13 +443,74 @@ static void avoidSpills(const CompileOptions &options, ModuleOp kernelLevel,
   build.fallbackNote = spilled + "; no other candidate avoided spills";
 }
 
+/// Checks the chip and ISA can run `kernel`'s code path.
+static LogicalResult checkCodePath(KernelOp kernel,
+                                   const CompileOptions &options) {
+  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+    return failure();
+  if (!options.isa)
+    return success();
+  const ArchInfo &isa = getArchInfo(*options.isa);
+  CodePath path = kernel.getArch().getInfo().codePath;
+  if (isaSupportsCodePath(isa, path))
+    return success();
+  return kernel.emitError()
+         << "ISA " << isa.name << " lacks the instructions of the "
+         << stringifyCodePath(path) << " code path (cp.async, ldmatrix, "
+         << "bf16 mma.sync.m16n8k16); use " << archNamesWithCodePath(path)
+         << " or sm_100";
+}
+
+/// A family: its kernels, each a tile program with a stated config, in one
+/// module, one PTX, one cubin and one plan.
+static FailureOr<CompiledKernel>
+compileFamily(ModuleOp module, ArrayRef<FamilyOp> families,
+              ArrayRef<KernelOp> kernels, const CompileOptions &options) {
+  if (families.size() != 1)
+    return FamilyOp(families[1]).emitOpError()
+           << "is the module's second family; the compile API builds one "
+              "launch plan";
+  FamilyOp family = families.front();
+  SmallVector<KernelOp, 4> members = family.getKernelOps();
+  for (KernelOp kernel : kernels)
+    if (!llvm::is_contained(members, kernel))
+      return kernel.emitError()
+             << "is not in family @" << family.getSymName()
+             << "; a module with a family holds only its kernels";
+  if (options.pins.any())
+    return family.emitOpError()
+           << "takes no config options: its kernels state their configs";
+  const ArchInfo &arch = members.front().getArch().getInfo();
+  for (KernelOp kernel : members) {
+    if (&kernel.getArch().getInfo() != &arch)
+      return family.emitOpError()
+             << "lists kernels for " << arch.name << " and "
+             << kernel.getArch().getInfo().name << "; one plan has one chip";
+    if (failed(checkCodePath(kernel, options)))
+      return failure();
+  }
+  std::string ptxas;
+  if (options.stopAfter == CompileStage::Cubin) {
+    FailureOr<std::string> found =
+        findPtxas(options.ptxasPath, family.getLoc());
+    if (failed(found))
+      return failure();
+    ptxas = *found;
+  }
+  return compileOnce(module, ConfigOverrides(), options, ptxas);
+}
+
 FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
                                              const CompileOptions &options) {
   SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
+  auto families = llvm::to_vector(module.getOps<FamilyOp>());
+  if (!families.empty())
+    return compileFamily(module, families, kernels, options);
   if (kernels.size() != 1)
     return emitError(module.getLoc())
-           << "the compile API takes one attn.kernel, the input has "
-           << kernels.size();
+           << "the compile API takes one attn.kernel, or the kernels of one "
+              "attn.family; the input has "
+           << kernels.size() << " kernels and no family";
   KernelOp kernel = kernels.front();
   if (isTileProgram(kernel)) {
     // A tile program's buffers and fragments are sized for its config.
@@ -400,18 +527,8 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
            << "config options do not apply to a kernel that states its "
               "config: it is the one it states, "
            << Attribute(stated) << "; drop the options or the config";
-  if (failed(checkCodePathImplemented(kernel, kernel.getArch())))
+  if (failed(checkCodePath(kernel, options)))
     return failure();
-  if (options.isa) {
-    const ArchInfo &isa = getArchInfo(*options.isa);
-    CodePath path = kernel.getArch().getInfo().codePath;
-    if (!isaSupportsCodePath(isa, path))
-      return kernel.emitError()
-             << "ISA " << isa.name << " lacks the instructions of the "
-             << stringifyCodePath(path) << " code path (cp.async, ldmatrix, "
-             << "bf16 mma.sync.m16n8k16); use "
-             << archNamesWithCodePath(path) << " or sm_100";
-  }
 
   std::string ptxas;
   if (options.stopAfter == CompileStage::Cubin) {

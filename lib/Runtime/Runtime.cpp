@@ -130,6 +130,7 @@ struct Driver {
                              void **);
   CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUhandle);
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUhandle);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUhandle);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
@@ -217,6 +218,7 @@ const Driver *getDriver(std::string &error) {
         bindSymbol(lib, "cuLaunchKernel", d.cuLaunchKernel, e) &&
         bindSymbol(lib, "cuMemAllocAsync", d.cuMemAllocAsync, e) &&
         bindSymbol(lib, "cuMemFreeAsync", d.cuMemFreeAsync, e) &&
+        bindSymbol(lib, "cuMemsetD8Async", d.cuMemsetD8Async, e) &&
         bindSymbol(lib, "cuMemAlloc_v2", d.cuMemAlloc, e) &&
         bindSymbol(lib, "cuMemFree_v2", d.cuMemFree, e) &&
         bindSymbol(lib, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, e) &&
@@ -1511,6 +1513,25 @@ bool KernelFamily::launch(const std::vector<ArgValue> &args, void *stream,
     }
     allocated.push_back(ptr);
     workspaces[w] = reinterpret_cast<void *>(static_cast<uintptr_t>(ptr));
+  }
+  // Zero-filled workspaces (a declared workspace tensor the kernels add
+  // into), in stream order before the first kernel; a caller's buffer
+  // declared filled keeps its contents.
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    const plan::Workspace &ws = plan.workspaces[w];
+    if (!ws.zeroed || !workspaces[w] || checked.workspaceBytes[w] == 0 ||
+        isFilled(ws.name))
+      continue;
+    if (!drv->check(drv->cuMemsetD8Async(
+                        static_cast<CUdeviceptr>(
+                            reinterpret_cast<uintptr_t>(workspaces[w])),
+                        0, static_cast<size_t>(checked.workspaceBytes[w]),
+                        stream),
+                    concat("cuMemsetD8Async(workspace ", ws.name, ")"),
+                    error)) {
+      freeAllocated();
+      return false;
+    }
   }
 
   PackedParams packed;

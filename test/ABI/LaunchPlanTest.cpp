@@ -122,6 +122,22 @@ TEST(LaunchPlanTest, RoundTrip) {
                         "\"f32\",\n      \"shape\": [");
 }
 
+// A zero-filled workspace says so ("zero": true) and reads back zeroed;
+// the others write no "zero".
+TEST(LaunchPlanTest, ZeroFilledWorkspace) {
+  LaunchPlan plan = parseExample();
+  ASSERT_EQ(plan.workspaces.size(), 1u);
+  EXPECT_FALSE(plan.workspaces[0].zeroed);
+  EXPECT_EQ(writeJson(plan).find("\"zero\""), std::string::npos);
+  plan.workspaces[0].zeroed = true;
+  std::string text = writeJson(plan);
+  EXPECT_CONTAINS(text, "\"zero\": true");
+  std::string error;
+  std::optional<LaunchPlan> again = parseJson(text, error);
+  ASSERT_TRUE(again.has_value()) << error;
+  EXPECT_TRUE(again->workspaces[0].zeroed);
+}
+
 TEST(LaunchPlanTest, WritesAPlanBuiltInMemory) {
   LaunchPlan plan;
   plan.name = "tiny";
@@ -287,6 +303,9 @@ TEST(LaunchPlanTest, ParseErrorsNameTheField) {
        "\"bytes\": {\"mul\": [\"b\", "
        "4]}",
        "workspaces[0].bytes: unknown size 'b'"},
+      {"\"bytes\": {\"mul\": [\"batch\", 4]}",
+       "\"bytes\": {\"mul\": [\"batch\", 4]}, \"zero\": 1",
+       "workspaces[0].zero: expected a boolean"},
       {"\"kernels\": [0]", "\"kernels\": [1]",
        "dispatch[0].kernels[0]: expected an integer in [0, 0], got 1"},
       {"\"kernels\": [0]", "\"kernels\": []",

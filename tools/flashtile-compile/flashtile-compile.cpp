@@ -493,9 +493,12 @@ int main(int argc, char **argv) {
     return failed(writeOutputs({{outputFile, text}}, module->getLoc())) ? 1 : 0;
   }
 
-  // Each kernel is compiled on its own; the outputs are concatenated (one
-  // kernel per cubin).
-  if (kernels.size() != 1 && emit != Emit::Plan && emit != Emit::Mlir) {
+  // A family is one compile: its kernels in one cubin and one plan.
+  bool family = !module->getOps<FamilyOp>().empty();
+  // Else each kernel is compiled on its own; the outputs are concatenated
+  // (one kernel per cubin).
+  if (!family && kernels.size() != 1 && emit != Emit::Plan &&
+      emit != Emit::Mlir) {
     // Located at the second kernel; the note names every kernel's chip, as
     // one PTX or cubin cannot hold code for two.
     InFlightDiagnostic diag =
@@ -510,6 +513,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::vector<CompiledKernel> compiled;
+  if (family) {
+    FailureOr<CompiledKernel> k = compile(*module, options);
+    if (failed(k))
+      return 1;
+    compiled.push_back(std::move(*k));
+    kernels.clear();
+  }
   for (KernelOp kernel : kernels) {
     OwningOpRef<ModuleOp> single = ModuleOp::create(module->getLoc());
     single->getBody()->push_back(kernel->clone());

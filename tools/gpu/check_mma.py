@@ -178,7 +178,37 @@ def check_compiled_tiles(folder, dev):
               f"{'PASS' if ok else 'FAIL'}")
     results += check_declared_stores(folder, dev, gen, runtime)
     results.append(check_key_grid(folder, dev, gen, runtime))
+    results.append(check_family(folder, dev, gen, runtime))
     return results
+
+
+def check_family(folder, dev, gen, runtime):
+    """tools/gpu/tiles/family_accumulate.mlir: one plan, two kernels and a
+    zero-filled workspace; s = bf16(2 Q K[0:64]^T), the same on a second
+    launch (the workspace is zeroed per launch, not accumulated across)."""
+    B, H, HKV, SQ, SK, D = 2, 4, 2, 150, 80, 64
+    kernel = runtime.load(os.path.join(folder, "family_accumulate.plan.json"))
+    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, SQ, device=dev)
+    ref = 2 * torch.einsum("bihc,bjhc->bihj", q.double().cpu(),
+                           k[:, :64].double().cpu().repeat_interleave(
+                               H // HKV, dim=2))
+    errs = []
+    for _ in range(2):
+        s = torch.full((B, SQ, H, D), float("nan"), device=dev,
+                       dtype=torch.bfloat16)
+        kernel(q, k, k, o=o, lse=lse, s=s)
+        torch.cuda.synchronize()
+        out = s.double().cpu()
+        errs.append(float("inf") if torch.isnan(out).any().item() else
+                    ((out - ref).abs().max() / ref.abs().max()).item())
+    bound = 2 ** -8
+    ok = all(e <= bound for e in errs)
+    print(f"{'family (2 kernels, workspace) x2':34} {max(errs):10.2e} "
+          f"{bound:10.2e}  {'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 def check_key_grid(folder, dev, gen, runtime):

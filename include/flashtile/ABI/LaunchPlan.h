@@ -247,6 +247,9 @@ struct DerivedSize {
 struct Workspace {
   std::string name;
   Expr bytes;
+  /// The runtime zero-fills it before the launch's first kernel ("zero";
+  /// absent: false), unless the caller passes it as already filled.
+  bool zeroed = false;
 };
 
 /// One entry of a dispatch rule: when `condition` holds, run `kernels`

@@ -99,6 +99,58 @@ static ArrayRef<const char *> getStrideNames(int64_t rank) {
   return kRank4StrideNames;
 }
 
+static bool isWorkspace(TensorAttr decl) {
+  return decl.getRole().getValue() == "workspace";
+}
+
+/// The rows size of declaration `decl` as the plan evaluates it.
+static Expr rowsOf(KernelOp kernel, TensorAttr decl) {
+  StringRef rows = decl.getRows().getValue();
+  return rows == abi::kKeySide.rows ? getSeqlenK(kernel)
+                                    : Expr::named(rows.str());
+}
+
+/// The extents of sequence tensor `i`, outermost first: (batch, rows,
+/// heads, dim) or (batch, heads, rows).
+static std::vector<Expr> getExtents(KernelOp kernel, unsigned i) {
+  TensorAttr decl = kernel.getTensorDecls()[i];
+  Expr batch = Expr::named(abi::kBatchSize), rows = rowsOf(kernel, decl),
+       heads = Expr::named(decl.getHeads().getValue().str());
+  auto type = cast<MemRefType>(kernel.getBodyBlock().getArgument(i).getType());
+  if (type.getRank() == 3)
+    return {batch, heads, rows};
+  return {batch, rows, heads, Expr::constant(type.getDimSize(3))};
+}
+
+/// The strides of a contiguous sequence tensor `i` but the last (1).
+static std::vector<Expr> getContiguousStrides(KernelOp kernel, unsigned i) {
+  std::vector<Expr> extents = getExtents(kernel, i);
+  std::vector<Expr> strides(extents.size() - 1);
+  Expr inner = extents.back();
+  for (size_t d = extents.size() - 1; d-- > 0;) {
+    strides[d] = inner;
+    if (d > 0)
+      inner = Expr::apply(Expr::Op::Mul, {extents[d], inner});
+  }
+  return strides;
+}
+
+std::vector<plan::Workspace> flashtile::getTensorWorkspaces(KernelOp kernel) {
+  std::vector<plan::Workspace> workspaces;
+  for (auto [i, decl] : llvm::enumerate(kernel.getTensorDecls())) {
+    if (!isWorkspace(decl))
+      continue;
+    auto type =
+        cast<MemRefType>(kernel.getBodyBlock().getArgument(i).getType());
+    Expr bytes = Expr::constant(type.getElementTypeBitWidth() / 8);
+    for (Expr &extent : getExtents(kernel, i))
+      bytes = Expr::apply(Expr::Op::Mul, {std::move(extent), bytes});
+    workspaces.push_back(
+        {decl.getName().getValue().str(), std::move(bytes), /*zeroed=*/true});
+  }
+  return workspaces;
+}
+
 // getKernelParams owns the order; the positions are read back from it.
 std::vector<TensorParams> flashtile::getTensorParams(KernelOp kernel) {
   llvm::StringMap<int64_t> index;
@@ -137,7 +189,8 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   SmallVector<TensorAttr> decls = kernel.getTensorDecls();
   for (TensorAttr decl : decls) {
     std::string name = decl.getName().getValue().str();
-    params.push_back(param(name, ParamType::Ptr, K::Data, name));
+    params.push_back(param(name, ParamType::Ptr,
+                           isWorkspace(decl) ? K::Workspace : K::Data, name));
   }
   for (const std::string &size : getTensorSizeNames(kernel)) {
     params.push_back(sizeParam(size));
@@ -146,9 +199,18 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
   }
   for (auto [i, decl] : llvm::enumerate(decls)) {
     std::string name = decl.getName().getValue().str();
-    for (auto [d, what] : llvm::enumerate(getStrideNames(getTensorRank(kernel, i))))
+    int64_t rank = getTensorRank(kernel, i);
+    std::vector<Expr> contiguous;
+    if (isWorkspace(decl))
+      contiguous = getContiguousStrides(kernel, i);
+    for (auto [d, what] : llvm::enumerate(getStrideNames(rank))) {
       params.push_back(
           param(name + ".stride_" + what, ParamType::I64, K::Stride, name, d));
+      if (isWorkspace(decl)) {
+        params.back().source.kind = K::Value;
+        params.back().source.value = contiguous[d];
+      }
+    }
   }
   params.push_back(
       param(kSoftmaxScaleParam, ParamType::F32, K::Scalar, kSoftmaxScaleParam));
@@ -413,8 +475,10 @@ plan::Check flashtile::getBlockTilesCheck(BlockRangesOp op) {
 std::vector<std::pair<std::string, int64_t>>
 flashtile::getWorkspaceParamIndices(KernelOp kernel) {
   std::vector<std::pair<std::string, int64_t>> indices;
+  int64_t tensorParams = getNumTensorParams(kernel);
   for (auto [i, p] : llvm::enumerate(getKernelParams(kernel)))
-    if (p.source.kind == ParamSource::Kind::Workspace)
+    if (p.source.kind == ParamSource::Kind::Workspace &&
+        static_cast<int64_t>(i) >= tensorParams)
       indices.emplace_back(p.source.arg, i);
   return indices;
 }
@@ -543,6 +607,9 @@ void flashtile::describeKernelArguments(KernelOp kernel,
     bindings.push_back({size.str(), arg.str(), dim});
   };
   for (auto [i, decl] : llvm::enumerate(kernel.getTensorDecls())) {
+    // Workspaces are the plan's (getTensorWorkspaces), not arguments.
+    if (isWorkspace(decl))
+      continue;
     std::string name = decl.getName().getValue().str();
     plan::ArgRole role = toArgRole(decl.getRole().getValue());
     StringRef rows = decl.getRows().getValue(),

@@ -354,6 +354,80 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
   }
 };
 
+/// A tile of a tensor of the kernel into an accumulator, each thread its
+/// own elements at the C fragment table's coordinates (attn.store_tile's
+/// mirror); elements outside the extents read 0 (the load reads the
+/// tensor's first element instead, which exists whenever a block runs).
+struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(LoadTileOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Location loc = op.getLoc();
+    FragType type = op.getResult().getType();
+    const FragmentLayout &layout = ctx.layout;
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
+    auto [originRow, originCol] = c.getCoord(0, 0);
+    int64_t rowPerG = c.getCoord(4, 0).first - originRow;
+    int64_t colPerT = c.getCoord(1, 0).second - originCol;
+
+    MemRefDescriptor src(adaptor.getSrc());
+    int64_t rank = op.getSrc().getType().getRank();
+    int64_t rowDim = rank == 4 ? 1 : 0, colDim = rank - 1;
+    Value offset = e.i64(0);
+    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
+      if (static_cast<int64_t>(d) != rowDim &&
+          static_cast<int64_t>(d) != colDim)
+        offset = e.add64(offset, e.mul64(e.sext64(index),
+                                         src.stride(rewriter, loc, d)));
+    Value rowExtent = src.size(rewriter, loc, rowDim);
+    Value colExtent = src.size(rewriter, loc, colDim);
+    Value rowStride = src.stride(rewriter, loc, rowDim);
+    Value colStride = src.stride(rewriter, loc, colDim);
+    Value base = src.alignedPtr(rewriter, loc);
+    Type element = type.getElementType();
+    int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+    Value zero = isa<FloatType>(element)
+                     ? LLVM::ConstantOp::create(rewriter, loc, element,
+                                                rewriter.getF32FloatAttr(0))
+                           .getResult()
+                     : e.i32(0);
+
+    Value laneRow = e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
+                          e.mul(thread.g, rowPerG));
+    Value firstRow = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
+                             e.sext64(laneRow));
+    Value firstCol = e.add64(e.sext64(adaptor.getIndices()[colDim]),
+                             e.sext64(e.mul(thread.t, colPerT)));
+    SmallVector<Value> values(layout.numValues(type));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t j = 0; j < nTiles; ++j)
+        for (int64_t r = 0; r < c.getElementsPerLane(); ++r) {
+          auto [dr, dc] = c.getCoord(0, r);
+          Value row = e.add64(firstRow, e.i64(16 * i + dr));
+          Value col = e.add64(firstCol, e.i64(8 * j + dc));
+          Value inRange = LLVM::AndOp::create(
+              rewriter, loc, e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent),
+              e.cmp(LLVM::ICmpPredicate::ult, col, colExtent));
+          Value at = e.add64(offset, e.add64(e.mul64(row, rowStride),
+                                             e.mul64(col, colStride)));
+          at = e.select(inRange, at, e.i64(0));
+          Value loaded = LLVM::LoadOp::create(
+              rewriter, loc, element, e.gep(base, e.mul64(at, e.i64(bytes))),
+              bytes);
+          values[FragmentLayout::accIndex(i, j, r, nTiles)] =
+              e.select(inRange, loaded, zero);
+        }
+    rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
+    return success();
+  }
+};
+
 struct AsyncWaitLowering : public ConvertOpToLLVMPattern<AsyncWaitOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -381,6 +455,7 @@ struct BarrierLowering : public ConvertOpToLLVMPattern<BarrierOp> {
 void lowering::populateMemoryPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
   patterns.add<SmemAllocLowering, CopyAsyncLowering, CopyTileLowering,
-               StoreTileLowering, AsyncWaitLowering, BarrierLowering>(
+               StoreTileLowering, LoadTileLowering, AsyncWaitLowering,
+               BarrierLowering>(
       converter);
 }

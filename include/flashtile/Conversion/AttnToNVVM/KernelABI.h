@@ -18,8 +18,14 @@
 // then each tensor's strides but the unit one (batch, rows, heads; or
 // batch, heads); then the softmax scale. For the forward that is q, k, v,
 // o, lse, seqlen_q, seqlen_k, heads_q, heads_kv, 14 strides, softmax_scale.
+// A tensor declared "workspace" is not an argument but a plan workspace
+// (getTensorWorkspaces): its pointer is the workspace's and its strides are
+// values, those of a contiguous tensor of its sizes; its place in the list
+// is the same.
 //
-// The grid is (ceil(seqlen_q / tile_m), heads_q, batch); with packed rows
+// The grid is (ceil(seqlen_q / tile_m), heads_q, batch); with a key grid
+// (attn.kernel's grid = "keys") it is (ceil(seqlen_k / tile_n), heads_kv,
+// batch); with packed rows
 // (#attn.config pack_gqa) it is (ceil(seqlen_q * G / tile_m), heads_kv,
 // batch), G = heads_q / heads_kv.
 //
@@ -189,6 +195,12 @@ std::array<plan::Expr, 3> getKernelGrid(attn::KernelOp kernel);
 /// Fills `plan`'s arguments, sizes and checks from `kernel`.
 void describeKernelArguments(attn::KernelOp kernel, plan::LaunchPlan &plan);
 
+/// The workspaces `kernel` declares as tensors (#attn.tensor role
+/// "workspace"): contiguous, of their declared sizes, zero-filled. Such a
+/// tensor passes its workspace's pointer where an argument passes its data
+/// pointer, and its contiguous strides as values over the sizes.
+std::vector<plan::Workspace> getTensorWorkspaces(attn::KernelOp kernel);
+
 /// The run-time block mask of a tile-level kernel, if it has one.
 attn::BlockRangesOp getBlockRanges(attn::KernelOp kernel);
 /// The workspaces of the block mask, its kernels' suffixes and block sizes.
@@ -254,7 +266,10 @@ plan::Expr getPartialOBytes(attn::KernelOp kernel);
 plan::Expr getPartialLseBytes(attn::KernelOp kernel);
 std::array<plan::Expr, 3> getCombineGrid(attn::KernelOp kernel);
 
-/// The kernel's workspaces: name and position in getKernelParams.
+/// The workspaces of the kernel's extra kernels (block masks, diagonal
+/// table, split KV), past its tensors' parameters: name and position in
+/// getKernelParams. (A declared workspace tensor is a tensor: its pointer
+/// is among the tensors' and its descriptor is built like theirs.)
 std::vector<std::pair<std::string, int64_t>>
 getWorkspaceParamIndices(attn::KernelOp kernel);
 

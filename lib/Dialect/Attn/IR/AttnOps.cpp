@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -363,9 +365,9 @@ static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
   if (!seen.insert(name).second)
     return op.emitOpError() << "tensor name '" << name << "' is used twice";
   StringRef role = decl.getRole().getValue();
-  if (!isArgRole(role))
+  if (!isArgRole(role) && role != "workspace")
     return op.emitOpError() << "tensor '" << name << "' has role '" << role
-                            << "'; expected in, out or accumulate";
+                            << "'; expected in, out, accumulate or workspace";
   StringRef rows = decl.getRows().getValue(),
             heads = decl.getHeads().getValue();
   for (abi::SequenceSide side : abi::kSequenceSides)
@@ -395,8 +397,35 @@ static LogicalResult verifyTensorCount(KernelOp op) {
                           << args << " arguments";
 }
 
+/// A workspace's sizes come from the arguments: each size it is declared
+/// over must be some argument tensor's too (the plan binds sizes to
+/// arguments), and batch with them.
+static LogicalResult verifyWorkspaceSizes(KernelOp op,
+                                          ArrayRef<TensorAttr> decls) {
+  llvm::StringSet<> bound;
+  for (TensorAttr decl : decls)
+    if (decl.getRole().getValue() != "workspace") {
+      bound.insert(decl.getRows().getValue());
+      bound.insert(decl.getHeads().getValue());
+    }
+  for (TensorAttr decl : decls) {
+    if (decl.getRole().getValue() != "workspace")
+      continue;
+    for (StringAttr size : {decl.getRows(), decl.getHeads()})
+      if (!bound.contains(size.getValue()))
+        return op.emitOpError()
+               << "workspace '" << decl.getName().getValue()
+               << "' is sized by '" << size.getValue()
+               << "', which no argument tensor is declared over; the plan "
+                  "takes sizes from the arguments";
+  }
+  return success();
+}
+
 static LogicalResult verifyTensors(KernelOp op) {
   SmallVector<TensorAttr> decls = op.getTensorDecls();
+  if (op.getTensorsAttr() && failed(verifyWorkspaceSizes(op, decls)))
+    return failure();
   Block &body = op.getBodyBlock();
   bool declared = static_cast<bool>(op.getTensorsAttr());
   llvm::StringSet<> seen;
@@ -534,6 +563,54 @@ LogicalResult KernelOp::verify() {
                                 "(the kernel has "
                              << extras.size() << " extra argument(s))";
     }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FamilyOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<KernelOp, 4> FamilyOp::getKernelOps() {
+  SmallVector<KernelOp, 4> kernels;
+  for (Attribute ref : getKernels())
+    kernels.push_back(SymbolTable::lookupNearestSymbolFrom<KernelOp>(
+        *this, cast<FlatSymbolRefAttr>(ref)));
+  return kernels;
+}
+
+LogicalResult FamilyOp::verify() {
+  SmallVector<KernelOp, 4> kernels = getKernelOps();
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  KernelOp first;
+  for (auto [ref, kernel] : llvm::zip(getKernels(), kernels)) {
+    StringRef name = cast<FlatSymbolRefAttr>(ref).getValue();
+    if (!kernel)
+      return emitOpError() << "lists @" << name
+                           << ", which is no attn.kernel of the module";
+    if (!seen.insert(kernel).second)
+      return emitOpError() << "lists @" << name << " twice";
+    if (!kernel.getConfigAttr() ||
+        !kernel.getBodyBlock().getOps<AttentionOp>().empty())
+      return emitOpError() << "lists @" << name
+                           << ", which is not a tile program with a stated "
+                              "config; a family's kernels are";
+    if (!first) {
+      first = kernel;
+      continue;
+    }
+    auto types = [](KernelOp k) {
+      return llvm::to_vector(k.getBodyBlock().getArgumentTypes());
+    };
+    if (kernel.getTensorDecls() != first.getTensorDecls() ||
+        types(kernel) != types(first) ||
+        kernel.getArgNamesAttr() != first.getArgNamesAttr() ||
+        kernel.getArgRolesAttr() != first.getArgRolesAttr())
+      return emitOpError() << "lists @" << name << " and @"
+                           << first.getSymName()
+                           << ", whose arguments differ; a family's kernels "
+                              "declare the same tensors and extra arguments "
+                              "(the family's)";
+  }
   return success();
 }
 
@@ -854,6 +931,41 @@ LogicalResult CopyTileOp::verify() {
   return success();
 }
 
+LogicalResult LoadTileOp::verify() {
+  auto value = cast<FragType>(getResult().getType());
+  MemRefType src = getSrc().getType();
+  Type element = value.getElementType();
+  if (value.getRank() != 2 || !value.isAccumulator() ||
+      !(element.isF32() || element.isInteger(32)))
+    return emitOpError() << "loads an f32 or i32 accumulator, got " << value;
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  auto [name, role] = kernel.getArgNameAndRole(getSrc());
+  if (name.empty())
+    return emitOpError() << "the source must be a tensor argument of the "
+                            "kernel (a declared tensor or one named in "
+                            "arg_names)";
+  int64_t rank = src.getRank();
+  if (rank != 2 && rank != 4)
+    return emitOpError() << "loads a tile of a 2-d or (batch, rows, heads, "
+                            "dim) tensor, got "
+                         << src;
+  if (static_cast<int64_t>(getIndices().size()) != rank)
+    return emitOpError() << "takes " << rank << " indices into " << src
+                         << ", got " << getIndices().size();
+  if (src.getElementType() != element)
+    return emitOpError() << "loads " << element << " from a tensor of "
+                         << src.getElementType();
+  if (role != "in" && role != "workspace")
+    return emitOpError() << "reads tensor '" << name << "', whose role is '"
+                         << role
+                         << "'; a kernel reads its inputs and workspaces "
+                            "(what it writes, other blocks may still be "
+                            "writing)";
+  if (getKvWarps(*this) != 1)
+    return emitOpError() << "loads a tile in a kernel with KV warps";
+  return success();
+}
+
 int64_t StoreTileOp::getRowDim() {
   // (row, col), (batch, row, head, col) or (batch, head, row).
   int64_t rank = getDst().getType().getRank();
@@ -899,7 +1011,7 @@ LogicalResult StoreTileOp::verify() {
   if (getAccumulate() && element.isF16())
     return emitOpError() << "adds f16 with atomics; accumulate in f32";
   StringRef expected = getAccumulate() ? "accumulate" : "out";
-  if (role != expected)
+  if (role != expected && role != "workspace")
     return emitOpError() << (getAccumulate() ? "adds to" : "writes")
                          << " tensor '" << name << "', whose role is '" << role
                          << "'; declare it '" << expected << "' in "

@@ -304,6 +304,13 @@ void TileBuilder::storeTile(Value value, Value dst, ValueRange indices,
   StoreTileOp::create(b, at(file, line), value, dst, indices, accumulate);
 }
 
+Value TileBuilder::loadTile(Value src, ValueRange indices, int64_t rows,
+                            int64_t cols, const char *file, unsigned line) {
+  Type element = cast<MemRefType>(src.getType()).getElementType();
+  auto type = FragType::get(b.getContext(), {rows, cols}, element);
+  return LoadTileOp::create(b, at(file, line), type, src, indices);
+}
+
 EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,
                                  Value stage, const Block &block,
                                  Value softmaxScale, Value merge,

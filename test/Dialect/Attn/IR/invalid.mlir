@@ -1039,7 +1039,7 @@ attn.kernel @decl_side arch(#attn.arch<sm_120>) attributes {tensors = [#attn.ten
 // -----
 
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
-// expected-error @below {{tensor 'do' has role 'inout'; expected in, out or accumulate}}
+// expected-error @below {{tensor 'do' has role 'inout'; expected in, out, accumulate or workspace}}
 attn.kernel @decl_role arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"do", "inout", "seqlen_q", "heads_q">]} {
 ^bb0(%do: !t):
 }
@@ -1203,3 +1203,62 @@ attn.kernel @grid_keys_attention arch(#attn.arch<sm_120>) attributes {grid = "ke
 attn.kernel @grid_keys_packed arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 2, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) attributes {grid = "keys"} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
 }
+
+// -----
+
+// A workspace is sized from the arguments.
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{workspace 'ws' is sized by 'seqlen_k', which no argument tensor is declared over; the plan takes sizes from the arguments}}
+attn.kernel @workspace_sizes arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_k", "heads_kv">]} {
+^bb0(%q: !t, %ws: !acc):
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @load_tile_out arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dq", "out", "seqlen_q", "heads_q">]} {
+^bb0(%dq: !acc):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{reads tensor 'dq', whose role is 'out'; a kernel reads its inputs and workspaces (what it writes, other blocks may still be writing)}}
+  %x = attn.load_tile %dq[%c0, %c0, %c0, %c0] : !acc -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @load_tile_bf16 arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"x", "in", "seqlen_q", "heads_q">]} {
+^bb0(%x: !t):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{loads an f32 or i32 accumulator, got '!attn.frag<64x64xbf16>'}}
+  %y = attn.load_tile %x[%c0, %c0, %c0, %c0] : !t -> !attn.frag<64x64xbf16>
+}
+
+// -----
+
+// expected-error @below {{lists @nowhere, which is no attn.kernel of the module}}
+attn.family @lost kernels [@nowhere]
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @fam_a arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+attn.kernel @fam_b arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) attributes {arg_names = ["x"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %x: i32):
+}
+// expected-error @below {{lists @fam_b and @fam_a, whose arguments differ; a family's kernels declare the same tensors and extra arguments (the family's)}}
+attn.family @mixed kernels [@fam_a, @fam_b]
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @fam_level arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+}
+// expected-error @below {{lists @fam_level, which is not a tile program with a stated config; a family's kernels are}}
+attn.family @level kernels [@fam_level]

@@ -140,7 +140,11 @@ def Attn_TensorAttr : AttrDef<Attn_Dialect, "Tensor"> {
     `heads_q` on the query side, `seqlen_k` / `heads_kv` on the key side.
     `role` is what the kernel does with it: `in` (reads), `out` (writes) or
     `accumulate` (adds to it with f32 atomics; f32 only). The name becomes
-    the launch plan's argument name.
+    the launch plan's argument name. `workspace`: not an argument but a
+    contiguous buffer the plan allocates for each launch and zero-fills
+    before its first kernel, for the kernels of a family (`attn.family`) to
+    pass values through (a backward's dQ accumulator, its D = rowsum(dO O));
+    its sizes must be declared by an argument tensor too.
 
     ```mlir
     #attn.tensor<"do", "in", "seqlen_q", "heads_q">

@@ -154,6 +154,33 @@ def Attn_KernelOp : Attn_Op<"kernel", [
   }];
 }
 
+def Attn_FamilyOp : Attn_Op<"family", [Symbol]> {
+  let summary = "Kernels launched together, in order, as one launch plan";
+  let description = [{
+    Names kernels of the module that make one operation, launched in the
+    listed order by one launch plan (a backward's preprocess, main and
+    convert kernels). Every kernel of a family is a tile program with a
+    stated config and declares the same tensors and extra arguments, which
+    are the family's arguments; the workspaces they declare
+    (`#attn.tensor` role `workspace`) are the plan's, allocated and
+    zero-filled once per launch and shared by name, so that one kernel
+    fills what a later one reads. The symbol is the plan's name.
+
+    ```mlir
+    attn.family @bwd kernels [@bwd_dq, @bwd_convert]
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<FlatSymbolRefArrayAttr, [ArrayMinCount<1>]>:$kernels);
+  let assemblyFormat = "$sym_name `kernels` $kernels attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The listed kernels, in launch order (null where a symbol names no
+    /// attn.kernel; the verifier refuses that).
+    ::llvm::SmallVector<KernelOp, 4> getKernelOps();
+  }];
+}
+
 def Attn_AttentionOp : Attn_Op<"attention", [
     HasParent<"KernelOp">]> {
   let summary = "What the kernel computes: O, LSE = attention(Q, K, V)";
@@ -922,6 +949,32 @@ def Attn_StoreTileOp : Attn_Op<"store_tile"> {
     int64_t getRowDim();
     int64_t getColDim();
   }];
+}
+
+def Attn_LoadTileOp : Attn_Op<"load_tile"> {
+  let summary = "Loads an accumulator tile of a tensor of the kernel into registers";
+  let description = [{
+    The mirror of attn.store_tile: each thread reads its elements of an
+    M x N accumulator (`acc` layout, the element type of `src`, f32 or
+    i32) from a 2-d tensor at `[row, col]` or a (batch, rows, heads, dim)
+    tensor at `[batch, row, head, col]`, with no shared memory; elements
+    outside the tensor's extents read 0. `src` is a tensor argument of the
+    kernel (a declared tensor or an extra tensor) of role "in", or a
+    workspace: how a family's later kernel reads what an earlier one
+    accumulated (the backward's dQ convert).
+
+    ```mlir
+    %dq = attn.load_tile %dq_accum[%b, %row, %h, %c0] : memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>> -> !attn.frag<64x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Variadic<Index>:$indices);
+  let results = (outs Attn_Frag:$result);
+  let assemblyFormat = [{
+    $src `[` $indices `]` attr-dict `:` qualified(type($src)) `->`
+    qualified(type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_KVLoopOp : Attn_Op<"kv_loop", [

@@ -187,6 +187,10 @@ public:
   /// its type, or added with f32 / i32 atomics with `accumulate`.
   void storeTile(mlir::Value value, mlir::Value dst, mlir::ValueRange indices,
                  bool accumulate = false, FLASHTILE_TILE_CALLER);
+  /// attn.load_tile: an M x N accumulator of `src`'s element type read from
+  /// the kernel's tensor `src` at `indices` (0 outside its extents).
+  mlir::Value loadTile(mlir::Value src, mlir::ValueRange indices, int64_t rows,
+                       int64_t cols, FLASHTILE_TILE_CALLER);
   /// attn.epilogue (normalise by l, LSE), its sink region empty.
   EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
                       mlir::Value stage, const Block &block,
