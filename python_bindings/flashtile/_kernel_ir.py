@@ -221,6 +221,64 @@ def check_dtype(dtype):
 PAGE_TABLE = "block_table"
 
 
+# The kernel shell both front ends write (hooks: kernel_ir; tile programs:
+# flashtile.tile), once: the forward's tensors, then the captured extra
+# arguments. Its text is the C++ DSL's (dsl/FlashAttention.cpp's
+# createKernelShell), which test_tile.py checks through the compiler.
+
+LSE_TYPE = "memref<?x?x?xf32>"
+
+
+def tensor_type(head_dim, dtype):
+    """The memref type of a (batch, rows, heads, head_dim) sequence tensor."""
+    return f"memref<?x?x?x{head_dim}x{dtype}, strided<[?, ?, ?, 1]>>"
+
+
+def config_text(tile_m, tile_n, stages, warps, q_in_regs):
+    """An #attn.config as the IR spells it."""
+    return (f"#attn.config<tile_m = {tile_m}, tile_n = {tile_n}, stages = "
+            f"{stages}, warps = {warps}, q_in_regs = "
+            f"{'true' if q_in_regs else 'false'}>")
+
+
+def kernel_shell(name, arch, head_dim, head_dim_v, dtype, kernel, config=None,
+                 trailing=()):
+    """The opening lines of an attn.kernel of the forward's interface ("module
+    {", the kernel with its arch, config and arg_names, its block's
+    arguments) and its extra arguments [(argument name, "tensor" | "scalar",
+    the captured tensor or flashtile.Scalar, the hooks' variable name)]:
+    `kernel`'s captures, then `trailing` (name, type) arguments that are
+    not captures. Close it with KERNEL_CLOSE."""
+    tq, tv = tensor_type(head_dim, dtype), tensor_type(head_dim_v, dtype)
+    block_args = [f"%q: {tq}", f"%k: {tq}", f"%v: {tv}", f"%o: {tv}",
+                  f"%lse: {LSE_TYPE}"]
+    extras = []
+    for arg in kernel.args:
+        if isinstance(arg, _TensorArg):
+            block_args.append(f"{arg.arg}: {arg.memref_type()}")
+            extras.append((arg.name, "tensor", kernel.tensors[arg.name],
+                           arg.name))
+        else:
+            block_args.append(f"{arg.arg}: {arg.type}")
+            extras.append((arg.name, "scalar", arg.scalar, arg.variable))
+    names_list = [e[0] for e in extras]
+    for arg_name, type_ in trailing:
+        block_args.append(f"%{arg_name}: {type_}")
+        names_list.append(arg_name)
+    names = ""
+    if names_list:
+        names = " attributes {arg_names = [" + ", ".join(
+            f'"{n}"' for n in names_list) + "]}"
+    config = f" config({config})" if config else ""
+    lines = ["module {",
+             f"  attn.kernel @{name} arch(#attn.arch<{arch}>){config}{names} {{",
+             f"  ^bb0({', '.join(block_args)}):"]
+    return lines, extras
+
+
+KERNEL_CLOSE = ["  }", "}", ""]
+
+
 def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
               window=None, scale=None, score_mod=None, mask_mod=None,
               arch="sm_120", captures=None, sink=None, paged=False):
@@ -250,29 +308,15 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
             kernel, sink, [("b", _INDEX), ("h", _INDEX)], _F32, "sink",
             captures)))
 
-    def qkv(d):
-        return f"memref<?x?x?x{d}x{dtype}, strided<[?, ?, ?, 1]>>"
-
-    tq, tv = qkv(head_dim), qkv(head_dim_v)
-    lse = "memref<?x?x?xf32>"
-    block_args = [f"%q: {tq}", f"%k: {tq}", f"%v: {tv}", f"%o: {tv}",
-                  f"%lse: {lse}"]
-    extras = []
-    for arg in kernel.args:
-        if isinstance(arg, _TensorArg):
-            block_args.append(f"{arg.arg}: {arg.memref_type()}")
-            extras.append((arg.name, "tensor", kernel.tensors[arg.name],
-                           arg.name))
-        else:
-            block_args.append(f"{arg.arg}: {arg.type}")
-            extras.append((arg.name, "scalar", arg.scalar, arg.variable))
-    pages = ""
-    names_list = [e[0] for e in extras]
+    tq, tv = tensor_type(head_dim, dtype), tensor_type(head_dim_v, dtype)
+    lse = LSE_TYPE
+    pages, trailing = "", []
     if paged:
         table = "memref<?x?xi32, strided<[?, ?]>>"
-        block_args.append(f"%{PAGE_TABLE}: {table}")
-        names_list.append(PAGE_TABLE)
+        trailing.append((PAGE_TABLE, table))
         pages = f" pages(%{PAGE_TABLE} : {table})"
+    lines, extras = kernel_shell(name, arch, head_dim, head_dim_v, dtype,
+                                 kernel, trailing=trailing)
     attrs = []
     if causal:
         attrs.append("causal")
@@ -284,13 +328,6 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
     if scale is not None:
         attrs.append(f"softmax_scale = {_float_literal(scale)} : f32")
     attr_text = " {" + ", ".join(attrs) + "}" if attrs else ""
-    names = ""
-    if names_list:
-        names = " attributes {arg_names = [" + ", ".join(
-            f'"{n}"' for n in names_list) + "]}"
-    lines = ["module {",
-             f"  attn.kernel @{name} arch(#attn.arch<{arch}>){names} {{",
-             f"  ^bb0({', '.join(block_args)}):"]
     head = (f"    attn.attention %q, %k, %v -> %o, %lse{pages}{attr_text} : "
             f"{tq}, {tq}, {tv} -> {tv}, {lse}")
     if not hooks:
@@ -301,5 +338,5 @@ def kernel_ir(name, head_dim, dtype="bf16", head_dim_v=None, causal=False,
             lines.append(f"{opener} {kind} {{")
             lines += ["    " + line for line in body]
         lines.append("    }")
-    lines += ["  }", "}", ""]
+    lines += KERNEL_CLOSE
     return "\n".join(lines), extras

@@ -49,6 +49,7 @@ import collections
 import re
 
 from . import FlashTileError
+from . import _kernel_ir
 from . import hooks as _hooks
 
 __all__ = ["TileProgram", "TileRequest", "Frag", "Buffer", "program_ir",
@@ -159,7 +160,7 @@ class TileProgram:
 
     def _tensor_type(self, tensor):
         d = self._dims[0] if tensor in (self.q, self.k) else self._dims[1]
-        return f"memref<?x?x?x{d}x{self.dtype}, strided<[?, ?, ?, 1]>>"
+        return _kernel_ir.tensor_type(d, self.dtype)
 
     # --- The block and its sizes -------------------------------------------
 
@@ -426,34 +427,14 @@ class TileProgram:
     def module_text(self):
         """The tile program as an `attn` module, and its extra arguments
         (as flashtile.hooks.kernel_ir lists them)."""
-        block_args = [f"%q: {self._tensor_type(self.q)}",
-                      f"%k: {self._tensor_type(self.k)}",
-                      f"%v: {self._tensor_type(self.v)}",
-                      f"%o: {self._tensor_type(self.v)}",
-                      "%lse: memref<?x?x?xf32>"]
-        extras = []
-        for arg in self._kernel.args:
-            if isinstance(arg, _hooks._TensorArg):
-                block_args.append(f"{arg.arg}: {arg.memref_type()}")
-                extras.append((arg.name, "tensor",
-                               self._kernel.tensors[arg.name], arg.name))
-            else:
-                block_args.append(f"{arg.arg}: {arg.type}")
-                extras.append((arg.name, "scalar", arg.scalar, arg.variable))
-        names = ""
-        if extras:
-            names = " attributes {arg_names = [" + ", ".join(
-                f'"{e[0]}"' for e in extras) + "]}"
-        config = (f"#attn.config<tile_m = {self.tile_m}, tile_n = "
-                  f"{self.tile_n}, stages = {self.stages}, warps = "
-                  f"{self.warps}, q_in_regs = "
-                  f"{'true' if self.q_in_regs else 'false'}>")
-        lines = ["module {",
-                 f"  attn.kernel @{self.name} arch(#attn.arch<{self.arch}>) "
-                 f"config({config}){names} {{",
-                 f"  ^bb0({', '.join(block_args)}):"]
+        config = _kernel_ir.config_text(self.tile_m, self.tile_n,
+                                        self.stages, self.warps,
+                                        self.q_in_regs)
+        lines, extras = _kernel_ir.kernel_shell(
+            self.name, self.arch, self._dims[0], self._dims[1], self.dtype,
+            self._kernel, config=config)
         lines += self._lines
-        lines += ["  }", "}", ""]
+        lines += _kernel_ir.KERNEL_CLOSE
         return "\n".join(lines), extras
 
 

@@ -323,5 +323,32 @@ class CacheTest(unittest.TestCase):
                              os.walk(self.cache) for name in dirs))
 
 
+@unittest.skipIf(shutil.which("flashtile-compile") is None,
+                 "no flashtile-compile on PATH")
+class KernelShellTest(unittest.TestCase):
+    """The Python front end's kernel shell (_kernel_ir.kernel_shell, which
+    hooks and tile programs share) is the C++ DSL's (createKernelShell):
+    the same kernel from each gives the same PTX, byte for byte."""
+
+    def test_python_and_cpp_shells_make_one_kernel(self):
+        import subprocess
+        for dtype, d, dv, causal in (("bf16", 64, 64, True),
+                                     ("f16", 128, 64, False)):
+            name = f"shell_{dtype}_{d}_{dv}"
+            with tempfile.TemporaryDirectory() as cache:
+                kernel = flashtile.compile(d, dtype, head_dim_v=dv,
+                                           causal=causal, name=name,
+                                           cache=cache)
+                ptx = kernel.ptx
+            flags = [f"--dtype={dtype}", f"--head-dim={d}",
+                     f"--head-dim-v={dv}", f"--kernel-name={name}",
+                     "--emit=ptx", "-o", "-"]
+            if causal:
+                flags.append("--causal")
+            cpp = subprocess.run(["flashtile-compile"] + flags,
+                                 capture_output=True, text=True, check=True)
+            self.assertEqual(ptx, cpp.stdout, f"{dtype} d={d}/{dv}")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -207,20 +207,6 @@ attn::rankConfigs(KernelOp kernel, const ConfigOverrides &overrides) {
   return candidates;
 }
 
-/// "tile_m = 128, tile_n = 64, stages = 1, warps = 4, q_in_regs = true"
-/// (then kv_warps and pack_gqa where they are not the defaults).
-static std::string describe(ConfigAttr config) {
-  std::string text = llvm::formatv(
-      "tile_m = {0}, tile_n = {1}, stages = {2}, warps = {3}, q_in_regs = {4}",
-      config.getTileM(), config.getTileN(), config.getStages(),
-      config.getWarps(), config.getQInRegs() ? "true" : "false");
-  if (config.getKvWarps() != 1)
-    text += llvm::formatv(", kv_warps = {0}", config.getKvWarps()).str();
-  if (config.getPackGqa())
-    text += ", pack_gqa = true";
-  return text;
-}
-
 FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
                                          const ConfigOverrides &overrides) {
   SmallVector<ConfigCandidate> candidates = rankConfigs(kernel, overrides);
@@ -245,7 +231,7 @@ FailureOr<ConfigAttr> attn::selectConfig(KernelOp kernel,
                       << reason;
   }
   for (const ConfigCandidate &c : candidates)
-    diag.attachNote() << describe(c.config) << ": " << c.rejection;
+    diag.attachNote() << formatConfig(c.config) << ": " << c.rejection;
   return failure();
 }
 
@@ -305,12 +291,12 @@ struct AttnSelectConfigPass
       for (const ConfigCandidate &c : rankConfigs(kernel, overrides)) {
         if (c.isFeasible())
           kernel.emitRemark()
-              << describe(c.config) << ": score " << llvm::formatv("{0:F3}", c.score)
+              << formatConfig(c.config) << ": score " << llvm::formatv("{0:F3}", c.score)
               << ", " << c.smemBytes << " B smem, ~" << c.estimatedRegs
               << " regs, " << c.blocksPerSM << " block(s) = "
               << c.residentWarps << " warps per SM";
         else
-          kernel.emitRemark() << describe(c.config) << ": rejected, "
+          kernel.emitRemark() << formatConfig(c.config) << ": rejected, "
                               << c.rejection;
       }
 
