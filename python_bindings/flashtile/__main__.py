@@ -27,6 +27,7 @@ call with the same hooks, dtype, head dims, mask and arch hits the cache.
 import argparse
 import importlib.util
 import json
+import dataclasses
 import os
 import sys
 
@@ -34,11 +35,10 @@ from . import FlashTileError
 from . import compiler
 from .hooks import TensorSpec
 
-_FIELDS = {"hooks", "head_dim", "dtype", "causal", "score_mod", "mask_mod",
-           "sink", "window",
-           "head_dim_v", "arch", "isa", "captures", "tile_m", "tile_n",
-           "stages", "warps", "q_in_regs", "family", "kv_warps", "paged",
-           "scale", "name", "tile_program"}
+# A kernel entry's fields: KernelSpec's (the schema), the hooks file, or a
+# tile program's (TileRequest.manifest_entry).
+_FIELDS = ({f.name for f in dataclasses.fields(compiler.KernelSpec)}
+           | {"hooks", "tile_program"})
 
 
 def _load_hooks(path):
@@ -97,9 +97,9 @@ def prebuild(manifest_path, cache=None, out=sys.stdout):
 
 def _kernel_request(entry, module, hooks_module, captures, where, manifest):
     """The request of a manifest entry of an attention kernel (the entry
-    KernelRequest.manifest_entry prints)."""
+    KernelSpec.manifest_entry writes)."""
     hooks = {}
-    for kind in ("score_mod", "mask_mod", "sink"):
+    for kind in compiler.KernelSpec.HOOKS:
         name = entry.get(kind)
         if name is None:
             continue
@@ -108,18 +108,8 @@ def _kernel_request(entry, module, hooks_module, captures, where, manifest):
         hooks[kind] = _function(name, module, hooks_module,
                                 entry.get("hooks") or manifest.get("hooks"),
                                 where, kind)
-    return compiler.KernelRequest(
-        entry["head_dim"], entry.get("dtype", "bf16"),
-        entry.get("head_dim_v"), bool(entry.get("causal", False)),
-        tuple(entry["window"]) if entry.get("window") else None,
-        entry.get("scale"),
-        hooks.get("score_mod"), hooks.get("mask_mod"),
-        entry.get("arch", "sm_120"), entry.get("isa"),
-        entry.get("tile_m"), entry.get("tile_n"), entry.get("stages"),
-        entry.get("warps"), entry.get("q_in_regs"), captures=captures,
-        sink=hooks.get("sink"), family=entry.get("family", "prefill"),
-        kv_warps=entry.get("kv_warps"), paged=bool(entry.get("paged")),
-        name=entry.get("name", compiler.DEFAULT_NAME))
+    return compiler.KernelRequest.from_spec(
+        compiler.KernelSpec.from_manifest(entry, hooks, captures))
 
 
 def _function(name, module, hooks_module, source, where, kind):

@@ -19,10 +19,12 @@ $FLASHTILE_CACHE_DIR (default ~/.cache/flashtile), one folder per key:
   and an entry that does not match is reported, removed and rebuilt.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
 import re
+import typing
 import shutil
 import subprocess
 import sys
@@ -101,83 +103,165 @@ def ptxas_version(cache=None):
             f"compiler is installed, or set FLASHTILE_PTXAS_VERSION") from None
 
 
-class KernelRequest:
-    """What a kernel is compiled from: traced IR, chip, ISA and pins."""
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    """Everything an attention kernel is compiled from, and nothing else:
+    each field enters its traced IR or its pins, so its cache key. This is
+    the schema of a prebuild manifest's kernel entry (`python -m flashtile
+    prebuild`): manifest_entry() writes one, from_manifest() reads one."""
 
-    __slots__ = ("ir", "extras", "arch", "isa", "pins", "description",
-                 "manifest_entry")
+    head_dim: int
+    dtype: str = "bf16"
+    head_dim_v: typing.Optional[int] = None
+    causal: bool = False
+    window: typing.Optional[tuple] = None
+    scale: typing.Optional[float] = None
+    score_mod: typing.Optional[typing.Callable] = None
+    mask_mod: typing.Optional[typing.Callable] = None
+    arch: str = "sm_120"
+    isa: typing.Optional[str] = None
+    tile_m: typing.Optional[int] = None
+    tile_n: typing.Optional[int] = None
+    stages: typing.Optional[int] = None
+    warps: typing.Optional[int] = None
+    q_in_regs: typing.Optional[bool] = None
+    name: str = DEFAULT_NAME
+    captures: typing.Optional[dict] = None
+    sink: typing.Optional[typing.Callable] = None
+    family: str = "prefill"
+    kv_warps: typing.Optional[int] = None
+    paged: bool = False
 
-    def __init__(self, head_dim, dtype="bf16", head_dim_v=None, causal=False,
-                 window=None, scale=None, score_mod=None, mask_mod=None,
-                 arch="sm_120", isa=None, tile_m=None, tile_n=None,
-                 stages=None, warps=None, q_in_regs=None,
-                 name=DEFAULT_NAME, captures=None, sink=None,
-                 family="prefill", kv_warps=None, paged=False):
-        if not isinstance(head_dim, int) or isinstance(head_dim, bool):
-            raise FlashTileError(f"head_dim must be an int, got {head_dim!r}")
-        if family not in ("prefill", "decode"):
-            raise FlashTileError(
-                f"family must be 'prefill' or 'decode', got {family!r}")
-        self.ir, self.extras = _hooks.kernel_ir(
-            name, head_dim, dtype=dtype, head_dim_v=head_dim_v,
-            causal=causal, window=window, scale=scale, score_mod=score_mod,
-            mask_mod=mask_mod, arch=arch, captures=captures, sink=sink,
-            paged=paged)
-        self.arch = arch
-        self.isa = isa
-        # The prefill family is the default and stays out of the pins (and
-        # so out of the cache key of every prefill kernel).
-        self.pins = {k: v for k, v in (("tile_m", tile_m), ("tile_n", tile_n),
-                                       ("stages", stages), ("warps", warps),
-                                       ("q_in_regs", q_in_regs),
-                                       ("kv_warps", kv_warps),
-                                       ("family", None if family == "prefill"
-                                        else family))
-                     if v is not None}
-        # What `python -m flashtile prebuild` takes to build this kernel.
-        # Every field that enters the traced IR (and so the cache key): an
-        # entry prebuilt from it has this request's key.
-        entry = {"head_dim": head_dim, "dtype": dtype, "causal": bool(causal)}
-        if name != DEFAULT_NAME:
-            entry["name"] = name
-        if scale is not None:
-            entry["scale"] = float(scale)
-        if head_dim_v is not None:
-            entry["head_dim_v"] = head_dim_v
-        if window is not None:
-            entry["window"] = list(window)
-        if paged:
-            entry["paged"] = True
-        for kind, fn in (("score_mod", score_mod), ("mask_mod", mask_mod),
-                         ("sink", sink)):
-            if fn is not None:
+    # The hook fields: functions in the spec, names in a manifest.
+    HOOKS = ("score_mod", "mask_mod", "sink")
+    # Written whatever their value; the others only where not the default.
+    ALWAYS = ("head_dim", "dtype", "causal")
+
+    def pins(self):
+        """The config pins (and the decode family) of the cache key; the
+        prefill family is the default and stays out of them (and so out of
+        the cache key of every prefill kernel)."""
+        family = None if self.family == "prefill" else self.family
+        return {k: v for k, v in (("tile_m", self.tile_m),
+                                  ("tile_n", self.tile_n),
+                                  ("stages", self.stages),
+                                  ("warps", self.warps),
+                                  ("q_in_regs", self.q_in_regs),
+                                  ("kv_warps", self.kv_warps),
+                                  ("family", family))
+                if v is not None}
+
+    def manifest_entry(self, extras):
+        """The manifest entry that builds this kernel: every field but the
+        defaults (the hooks by name, the captures by the dtype and rank
+        `extras`, kernel_ir's list, traced them at), then arch, isa and
+        the pins."""
+        entry = {}
+        pinned = set(self.pins()) | {"tile_m", "tile_n", "stages", "warps",
+                                     "q_in_regs", "kv_warps", "family"}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name in pinned or field.name in ("arch", "isa",
+                                                      "captures"):
+                continue
+            if field.name in self.HOOKS:
+                if value is None:
+                    continue
                 # The package's own hooks (flashtile.varlen's, decode's)
                 # as module:function, any other by name in its file.
-                module = getattr(fn, "__module__", "") or ""
+                module = getattr(value, "__module__", "") or ""
                 if module.startswith("flashtile."):
-                    entry[kind] = f"{module}:{fn.__name__}"
+                    entry[field.name] = f"{module}:{value.__name__}"
                 else:
-                    entry[kind] = fn.__name__
-                    entry.setdefault("hooks", fn.__code__.co_filename)
-        entry.update(arch=arch, isa=isa, **self.pins)
+                    entry[field.name] = value.__name__
+                    entry.setdefault("hooks", value.__code__.co_filename)
+                continue
+            if field.name not in self.ALWAYS and value == field.default:
+                continue
+            if field.name == "causal" or field.name == "paged":
+                value = bool(value)
+            elif field.name == "scale":
+                value = float(value)
+            elif field.name == "window":
+                value = list(value)
+            entry[field.name] = value
+        entry.update(arch=self.arch, isa=self.isa, **self.pins())
         tensors = {e[3]: [_hooks.tensor_dtype(e[2]), len(e[2].shape)]
-                   for e in self.extras if e[1] == "tensor"}
+                   for e in extras if e[1] == "tensor"}
         if tensors:
             entry["captures"] = tensors
-        self.manifest_entry = entry
-        hooks = ", ".join(f"{kind}={fn.__name__}" for kind, fn in
-                          (("score_mod", score_mod), ("mask_mod", mask_mod),
-                           ("sink", sink))
-                          if fn is not None)
-        self.description = (f"{dtype} d={head_dim}"
-                            f"{'/' + str(head_dim_v) if head_dim_v else ''}"
-                            f"{' causal' if causal else ''}"
-                            f"{f' window={tuple(window)}' if window else ''}"
-                            f"{' paged KV' if paged else ''}"
-                            f"{' ' + hooks if hooks else ''}"
-                            f"{' (decode family)' if family == 'decode' else ''}"
-                            f" for {arch}"
-                            f"{f' (isa {isa})' if isa else ''}")
+        return entry
+
+    @classmethod
+    def from_manifest(cls, entry, hooks, captures):
+        """The spec of a manifest entry, its hook names resolved to the
+        functions `hooks` maps them to and its captures to `captures`
+        (TensorSpec stand-ins)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in entry.items()
+                  if k in fields and k not in cls.HOOKS and k != "captures"}
+        if values.get("window"):
+            values["window"] = tuple(values["window"])
+        if "causal" in values:
+            values["causal"] = bool(values["causal"])
+        if "paged" in values:
+            values["paged"] = bool(values["paged"])
+        return cls(**values, **hooks, captures=captures)
+
+    def description(self):
+        hooks = ", ".join(f"{kind}={getattr(self, kind).__name__}"
+                          for kind in self.HOOKS
+                          if getattr(self, kind) is not None)
+        d, dv, window = self.head_dim, self.head_dim_v, self.window
+        return (f"{self.dtype} d={d}"
+                f"{'/' + str(dv) if dv else ''}"
+                f"{' causal' if self.causal else ''}"
+                f"{f' window={tuple(window)}' if window else ''}"
+                f"{' paged KV' if self.paged else ''}"
+                f"{' ' + hooks if hooks else ''}"
+                f"{' (decode family)' if self.family == 'decode' else ''}"
+                f" for {self.arch}"
+                f"{f' (isa {self.isa})' if self.isa else ''}")
+
+
+class KernelRequest:
+    """What a kernel is compiled from: its spec (KernelSpec) traced into IR,
+    with its chip, ISA and pins."""
+
+    __slots__ = ("spec", "ir", "extras", "arch", "isa", "pins",
+                 "description", "manifest_entry")
+
+    def __init__(self, *args, **kwargs):
+        self._build(KernelSpec(*args, **kwargs))
+
+    @classmethod
+    def from_spec(cls, spec):
+        request = cls.__new__(cls)
+        request._build(spec)
+        return request
+
+    def _build(self, spec):
+        if not isinstance(spec.head_dim, int) or isinstance(spec.head_dim,
+                                                            bool):
+            raise FlashTileError(
+                f"head_dim must be an int, got {spec.head_dim!r}")
+        if spec.family not in ("prefill", "decode"):
+            raise FlashTileError(
+                f"family must be 'prefill' or 'decode', got {spec.family!r}")
+        self.spec = spec
+        self.ir, self.extras = _hooks.kernel_ir(
+            spec.name, spec.head_dim, dtype=spec.dtype,
+            head_dim_v=spec.head_dim_v, causal=spec.causal,
+            window=spec.window, scale=spec.scale, score_mod=spec.score_mod,
+            mask_mod=spec.mask_mod, arch=spec.arch, captures=spec.captures,
+            sink=spec.sink, paged=spec.paged)
+        self.arch = spec.arch
+        self.isa = spec.isa
+        self.pins = spec.pins()
+        # What `python -m flashtile prebuild` takes to build this kernel:
+        # an entry prebuilt from it has this request's key.
+        self.manifest_entry = spec.manifest_entry(self.extras)
+        self.description = spec.description()
 
 
 # An MLIR source location a tile program's op carries (the user's file and

@@ -7,6 +7,7 @@ Needs the full build (flashtile._compiler) and ptxas; no torch, no GPU.
 """
 
 import contextlib
+import dataclasses
 import importlib
 import io
 import json
@@ -321,6 +322,28 @@ class CacheTest(unittest.TestCase):
             self.build(head_dim="128")
         self.assertFalse(any(name.startswith(".tmp") for _, dirs, _ in
                              os.walk(self.cache) for name in dirs))
+
+
+class ManifestSchemaTest(unittest.TestCase):
+    """KernelSpec is the manifest's schema: an entry written from a request
+    reads back as a spec of the same IR, pins, chip and ISA, and names only
+    KernelSpec's fields (and the hooks file)."""
+
+    def test_round_trip(self):
+        request = ftc.KernelRequest(
+            64, "f16", head_dim_v=32, window=(100, 0), scale=0.3,
+            score_mod=softcap, arch="sm_120", isa="sm_90", tile_n=64,
+            stages=2, name="schema_case", family="decode", kv_warps=4)
+        entry = request.manifest_entry
+        fields = {f.name for f in dataclasses.fields(ftc.KernelSpec)}
+        self.assertLessEqual(set(entry) - {"hooks"}, fields)
+        self.assertEqual(entry["score_mod"], "softcap")
+        again = ftc.KernelRequest.from_spec(ftc.KernelSpec.from_manifest(
+            entry, {"score_mod": softcap}, None))
+        self.assertEqual(again.ir, request.ir)
+        self.assertEqual(again.pins, request.pins)
+        self.assertEqual((again.arch, again.isa), (request.arch, request.isa))
+        self.assertEqual(again.description, request.description)
 
 
 @unittest.skipIf(shutil.which("flashtile-compile") is None,
