@@ -179,7 +179,33 @@ def check_compiled_tiles(folder, dev):
     results += check_declared_stores(folder, dev, gen, runtime)
     results.append(check_key_grid(folder, dev, gen, runtime))
     results.append(check_family(folder, dev, gen, runtime))
+    results.append(check_copy_rank4(folder, dev, gen, runtime))
     return results
+
+
+def check_copy_rank4(folder, dev, gen, runtime):
+    """tools/gpu/tiles/mma_s8_rank4.mlir: attn.copy_tile from (batch, rows,
+    heads, 64) i8 tensors at [b, row, h, 0], an s8 product per (query tile,
+    head, batch), stored into a rank-4 i32 tensor; exact. 2 sequences, 3
+    heads, 150 rows (the last tile partial, zero-filled)."""
+    B, H, S, D = 2, 3, 150, 64
+    kernel = runtime.load(os.path.join(folder, "mma_s8_rank4.plan.json"))
+    q = torch.randn(B, S, H, D, generator=gen).to(dev, torch.bfloat16)
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, S, device=dev)
+    a = torch.randint(-128, 128, (B, S, H, D), generator=gen,
+                      dtype=torch.int8)
+    b = torch.randint(-128, 128, (B, D, H, D), generator=gen,
+                      dtype=torch.int8)
+    d = torch.full((B, S, H, D), -7, dtype=torch.int32, device=dev)
+    kernel(q, q, q, o=o, lse=lse, a=a.to(dev), b=b.to(dev), d=d)
+    torch.cuda.synchronize()
+    ref = torch.einsum("bihc,bjhc->bihj", a.long(), b.long())
+    err = (d.long().cpu() - ref).abs().max().item()
+    ok = err == 0
+    print(f"{'copy_tile rank-4 (s8)':34} {err:10.2e} {0:10.2e}  "
+          f"{'PASS' if ok else 'FAIL'}")
+    return ok
 
 
 def check_family(folder, dev, gen, runtime):

@@ -94,16 +94,6 @@ struct ConvertAttnToNVVMPass
       kernel.walk([&](MapOp map) {
         readKernelArgsThroughKernelArgOps(map.getBody(), kernel);
       });
-      // Tile copies of extra tensors read the tensor's parameters; the
-      // lowering knows the tensor by its index (the kernel's block
-      // arguments are gone by then).
-      auto stampExtraArg = [&](Operation *op, Value tensor) {
-        int64_t index = kernel.getExtraArgIndex(tensor);
-        assert(index >= 0 && "the op's verifier requires an extra argument");
-        op->setAttr(lowering::kExtraArgAttrName,
-                    IntegerAttr::get(IntegerType::get(ctx, 64), index));
-      };
-      kernel.walk([&](CopyTileOp op) { stampExtraArg(op, op.getSrc()); });
       if (getBlockRanges(kernel) &&
           failed(lowering::buildBlockMaskKernels(kernel)))
         return signalPassFailure();

@@ -121,18 +121,6 @@ int64_t lowering::getExtraArgParam(Operation *op, unsigned index) {
   return params[index];
 }
 
-ExtraMatrix lowering::getExtraMatrix(Operation *op) {
-  auto index = op->getAttrOfType<IntegerAttr>(kExtraArgAttrName);
-  assert(index && "the conversion pass stamps the tensor's index");
-  int64_t first = getExtraArgParam(op, index.getInt());
-  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
-  auto param = [&](int64_t i) -> Value { return func.getArgument(i); };
-  return {param(first), param(getExtraTensorSizeParam(first, 0)),
-          param(getExtraTensorSizeParam(first, 1)),
-          param(getExtraTensorStrideParam(first, 2, 0)),
-          param(getExtraTensorStrideParam(first, 2, 1))};
-}
-
 void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
   Builder b(func.getContext());
   SmallVector<NamedAttribute> tensorParams;

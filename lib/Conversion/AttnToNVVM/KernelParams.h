@@ -56,18 +56,6 @@ getKernelFuncType(mlir::MLIRContext *ctx,
 /// tensor's pointer followed by its sizes and strides (KernelABI.h).
 int64_t getExtraArgParam(mlir::Operation *op, unsigned index);
 
-/// The extra argument an attn.copy_tile moves (its index among the extra
-/// arguments), stamped on the op by the conversion pass before lowering.
-inline constexpr llvm::StringLiteral kExtraArgAttrName = "attn.extra_arg";
-
-/// A 2-d extra tensor as the lowering reads it, from the kernel's
-/// parameters: its global data pointer and, as i64, its extents and
-/// strides (elements).
-struct ExtraMatrix {
-  mlir::Value data, rows, cols, rowStride, colStride;
-};
-/// The extra tensor `op` (an attn.copy_tile) moves.
-ExtraMatrix getExtraMatrix(mlir::Operation *op);
 /// The attribute on a lowered kernel's llvm.func that maps the names of
 /// the parameters before the extra arguments' to their positions.
 constexpr llvm::StringLiteral kTensorParamsAttrName = "attn.tensor_params";

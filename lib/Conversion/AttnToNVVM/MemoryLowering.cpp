@@ -198,13 +198,25 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
     int64_t chunkElements = kCopyChunkBytes / elementBytes;
     Emitter &e = ctx.e;
     ThreadCoords &thread = ctx.thread();
-    ExtraMatrix src = getExtraMatrix(op);
-    Value base = src.data, rows64 = src.rows, cols64 = src.cols,
-          stride64 = src.rowStride;
+    // The source's descriptor: its base moved by the fixed indices
+    // (batch, head), the extents and the row stride; columns are
+    // contiguous (the verifier and the plan hold them to it).
+    MemRefDescriptor src(adaptor.getSrc());
+    int64_t rowDim = op.getRowDim(), colDim = op.getColDim();
+    Value base = src.alignedPtr(rewriter, loc);
+    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
+      if (static_cast<int64_t>(d) != rowDim &&
+          static_cast<int64_t>(d) != colDim)
+        base = e.gep(base, e.mul64(e.mul64(e.sext64(index),
+                                           src.stride(rewriter, loc, d)),
+                                   e.i64(elementBytes)));
+    Value rows64 = src.size(rewriter, loc, rowDim),
+          cols64 = src.size(rewriter, loc, colDim),
+          stride64 = src.stride(rewriter, loc, rowDim);
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
-    Value firstRow = e.sext64(adaptor.getRow());
-    Value firstCol = e.sext64(adaptor.getCol());
+    Value firstRow = e.sext64(adaptor.getIndices()[rowDim]);
+    Value firstCol = e.sext64(adaptor.getIndices()[colDim]);
     TileChunkWalk walk(e, thread.tid, ctx.threads(), dstType.getDimSize(1),
                        getB16Columns(dstType));
     for (int64_t step = 0; step < walk.numSteps(); ++step) {

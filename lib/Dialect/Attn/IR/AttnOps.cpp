@@ -885,32 +885,26 @@ LogicalResult CopyAsyncOp::verify() {
   return success();
 }
 
-/// The index among the extra arguments of `op`'s kernel of `value`, or -1
-/// when it is not one.
-static int64_t getExtraArgIndex(Operation *op, Value value) {
-  auto kernel = op->getParentOfType<KernelOp>();
-  return kernel ? kernel.getExtraArgIndex(value) : -1;
-}
-
-/// Checks that `value`, an operand of `op` named `what`, is a rank-2 extra
-/// tensor argument of the kernel, and returns its index.
-static FailureOr<int64_t> expectExtraMatrix(Operation *op, StringRef what,
-                                            Value value) {
-  int64_t index = getExtraArgIndex(op, value);
-  if (index < 0)
-    return op->emitOpError() << what
-                             << " must be an extra tensor argument of the "
-                                "kernel (one named in arg_names)";
-  auto type = cast<MemRefType>(value.getType());
-  if (type.getRank() != 2)
-    return op->emitOpError() << what << " must be a 2-d tensor, got " << type;
-  return index;
-}
-
 LogicalResult CopyTileOp::verify() {
   MemRefType src = getSrc().getType(), dst = getDst().getType();
-  if (failed(expectExtraMatrix(*this, "the source", getSrc())))
-    return failure();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  auto [name, role] = kernel.getArgNameAndRole(getSrc());
+  if (name.empty())
+    return emitOpError() << "the source must be a tensor argument of the "
+                            "kernel (a declared tensor or one named in "
+                            "arg_names)";
+  int64_t rank = src.getRank();
+  if (rank != 2 && rank != 4)
+    return emitOpError() << "copies a tile of a 2-d or (batch, rows, heads, "
+                            "dim) tensor, got "
+                         << src;
+  if (static_cast<int64_t>(getIndices().size()) != rank)
+    return emitOpError() << "takes " << rank << " indices into " << src
+                         << ", got " << getIndices().size();
+  if (role != "in" && role != "workspace")
+    return emitOpError() << "reads tensor '" << name << "', whose role is '"
+                         << role << "'; a kernel reads its inputs and "
+                                    "workspaces";
   if (src.getElementType() != dst.getElementType())
     return emitOpError() << "copies " << src.getElementType() << " into a "
                          << dst.getElementType() << " buffer";

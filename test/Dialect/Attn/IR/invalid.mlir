@@ -1008,14 +1008,14 @@ attn.kernel @copy_tile_col arch(#attn.arch<sm_120>) attributes {arg_names = ["a"
 
 // -----
 
-// Only the kernel's own tensor arguments are copied from.
+// Tiles are copied from 2-d and (batch, rows, heads, dim) tensors.
 !t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 attn.kernel @copy_tile_src arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %as = attn.smem_alloc {name = "A"} : memref<1x64x64xf32, 3>
   %c0 = arith.constant 0 : index
-  // expected-error @below {{the source must be an extra tensor argument of the kernel (one named in arg_names)}}
+  // expected-error @below {{copies a tile of a 2-d or (batch, rows, heads, dim) tensor, got 'memref<?x?x?xf32>'}}
   attn.copy_tile %lse[%c0, %c0] -> %as[%c0] : memref<?x?x?xf32> -> memref<1x64x64xf32, 3>
 }
 
@@ -1262,3 +1262,25 @@ attn.kernel @fam_level arch(#attn.arch<sm_120>) {
 }
 // expected-error @below {{lists @fam_level, which is not a tile program with a stated config; a family's kernels are}}
 attn.family @level kernels [@fam_level]
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @copy_tile_out arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dq", "out", "seqlen_q", "heads_q">]} {
+^bb0(%dq: !acc):
+  %buf = attn.smem_alloc {name = "X"} : memref<1x64x64xf32, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{reads tensor 'dq', whose role is 'out'; a kernel reads its inputs and workspaces}}
+  attn.copy_tile %dq[%c0, %c0, %c0, %c0] -> %buf[%c0] : !acc -> memref<1x64x64xf32, 3>
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @copy_tile_indices arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"x", "in", "seqlen_q", "heads_q">]} {
+^bb0(%x: !acc):
+  %buf = attn.smem_alloc {name = "X"} : memref<1x64x64xf32, 3>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{takes 4 indices into 'memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>', got 2}}
+  attn.copy_tile %x[%c0, %c0] -> %buf[%c0] : !acc -> memref<1x64x64xf32, 3>
+}

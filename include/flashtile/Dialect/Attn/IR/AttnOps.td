@@ -554,29 +554,41 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
 }
 
 def Attn_CopyTileOp : Attn_Op<"copy_tile"> {
-  let summary = "Asynchronous copy of one tile of a 2-d tensor argument to shared memory";
+  let summary = "Asynchronous copy of one tile of a tensor of the kernel to shared memory";
   let description = [{
-    Copies rows `row .. row + R - 1` and columns `col .. col + C - 1` of the
-    row-major 2-d global tensor `src` (an extra argument of the kernel: any
-    element type a shared buffer holds, 8-bit ones included) into slot
-    `tile mod slots` of `dst` (R x C). 16-byte chunks past the tensor's
-    extents copy 0 bytes, which zero-fills them; `col` and the tensor's
-    column count must be whole 16-byte chunks (the launch plan checks the
-    strides, the op the column offset). One async group, like
-    attn.copy_async, so attn.async_wait's counts stay exact.
+    Copies an R x C tile (the buffer's rows and columns) of `src` into slot
+    `tile mod slots` of `dst`: rows `row .. row + R - 1` and columns
+    `col .. col + C - 1` of a row-major 2-d tensor at `[row, col]`, or of
+    one (batch, head) of a (batch, rows, heads, dim) tensor at
+    `[batch, row, head, col]`. `src` is a tensor argument of the kernel (an
+    extra tensor of any element type a shared buffer holds, 8-bit ones
+    included, or a declared sequence tensor) that it reads: role "in", or
+    a workspace. 16-byte chunks past the tensor's extents copy 0 bytes,
+    which zero-fills them; `col` and the tensor's column count must be
+    whole 16-byte chunks (the launch plan checks the strides, the op the
+    column offset). One async group, like attn.copy_async, so
+    attn.async_wait's counts stay exact.
 
     ```mlir
     attn.copy_tile %a[%r, %c0] -> %as[%c0] : memref<?x?xi8, strided<[?, 1]>> -> memref<1x64x64xi8, 3>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$row,
-                       Index:$col, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Variadic<Index>:$indices,
+                       Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
                        Index:$tile);
   let assemblyFormat = [{
-    $src `[` $row `,` $col `]` `->` $dst `[` $tile `]` attr-dict `:`
+    $src `[` $indices `]` `->` $dst `[` $tile `]` attr-dict `:`
     qualified(type($src)) `->` qualified(type($dst))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The dimensions of `src` the tile's rows and columns run along.
+    int64_t getRowDim() { return getSrc().getType().getRank() == 4 ? 1 : 0; }
+    int64_t getColDim() { return getSrc().getType().getRank() - 1; }
+    ::mlir::Value getRow() { return getIndices()[getRowDim()]; }
+    ::mlir::Value getCol() { return getIndices()[getColDim()]; }
+  }];
 }
 
 def Attn_AsyncWaitOp : Attn_Op<"async_wait"> {
