@@ -8,8 +8,8 @@ import types
 
 from . import FlashTileError
 from ._tracer import (Scalar, Value, _F32, _I1, _I32, _INDEX, _Region,
-                      _current, _float_literal, _is_tensor, _user_frame,
-                      to_float, where)
+                      _current, _float_literal, _format_location,
+                      _is_tensor, _user_frame, to_float, where)
 from ._captures import (_ScalarArg, _TensorArg, _captured, tensor_dtype)
 
 
@@ -87,8 +87,10 @@ _SIGNATURES = {"score_mod": "(score, b, h, q_idx, kv_idx)",
 
 
 def _definition(fn):
+    """Where `fn` is defined, as located messages name it."""
     code = getattr(fn, "__code__", None)
-    return f"{code.co_filename}:{code.co_firstlineno}" if code else "<unknown>"
+    return _format_location((code.co_filename, code.co_firstlineno)
+                            if code else None)
 
 
 def _check_hook(fn, what, arity):

@@ -36,14 +36,31 @@ def _user_frame_summary(frames=None):
                  if not _is_library_file(f.filename)), None)
 
 
+def _user_location(frames=None):
+    """(file, line) of the innermost frame outside this package and torch,
+    or None."""
+    frame = _user_frame_summary(frames)
+    return (frame.filename, frame.lineno) if frame else None
+
+
+def _format_location(location):
+    """How every located message names a place: "file:line"."""
+    return f"{location[0]}:{location[1]}" if location else "<unknown>"
+
+
 def _user_frame(frames=None):
     """file:line of the innermost frame outside this package and torch."""
-    frame = _user_frame_summary(frames)
-    return f"{frame.filename}:{frame.lineno}" if frame else "<unknown>"
+    return _format_location(_user_location(frames))
+
+
+def _located(location, message):
+    """A FlashTileError at `location` ((file, line) or None): the one form of
+    the package's located errors, "file:line: message"."""
+    return FlashTileError(f"{_format_location(location)}: {message}")
 
 
 def _fail(message):
-    raise FlashTileError(f"{_user_frame()}: {message}")
+    raise _located(_user_location(), message)
 
 
 class Scalar:

@@ -50,6 +50,7 @@ import re
 
 from . import FlashTileError
 from . import _kernel_ir
+from . import _tracer
 from . import hooks as _hooks
 
 __all__ = ["TileProgram", "TileRequest", "Frag", "Buffer", "program_ir",
@@ -145,10 +146,10 @@ class TileProgram:
     def _loc():
         """The user's line, as an MLIR location: the compiler's errors name
         it."""
-        where = _hooks._user_frame()
-        file, _, line = where.rpartition(":")
-        if not line.isdigit():
+        location = _tracer._user_location()
+        if location is None:
             return ""
+        file, line = location
         file = file.replace("\\", "\\\\").replace('"', '\\"')
         return f' loc("{file}":{line}:0)'
 
