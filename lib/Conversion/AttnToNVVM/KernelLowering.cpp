@@ -37,21 +37,17 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     Location loc = op.getLoc();
 
     std::vector<plan::Param> abi = getKernelParams(op);
-    auto func = LLVM::LLVMFuncOp::create(rewriter, loc, op.getSymName(),
-                                         getKernelFuncType(ctx, abi));
-    func->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(),
-                  rewriter.getUnitAttr());
-    int32_t threads = config.getWarps() * kWarpSize;
-    func->setAttr(NVVM::NVVMDialect::getMaxntidAttrName(),
-                  rewriter.getDenseI32ArrayAttr({threads, 1, 1}));
+    // The plan's extra kernels are built on the same function.
+    auto func = createKernelFunc(rewriter, op, /*suffix=*/"",
+                                 config.getWarps() * kWarpSize, loc);
     func->setAttr(kConfigAttrName, config);
     func->setAttr(kArchAttrName, op.getArchAttr());
     func->setAttr("attn.smem_bytes", op.getSmemBytesAttr());
     if (op.hasKeyGrid())
       func->setAttr(kKeyGridAttrName, rewriter.getUnitAttr());
 
-    Block *entry = func.addEntryBlock(rewriter);
-    rewriter.setInsertionPointToStart(entry);
+    // createKernelFunc leaves the rewriter at the start of the entry block.
+    Block *entry = &func.getBody().front();
     Emitter e(rewriter, loc);
     auto arg = [&](int64_t index) { return entry->getArgument(index); };
     // Every tensor argument becomes the memref descriptor of its type
@@ -114,7 +110,6 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
     next += getWorkspaceParamIndices(op).size();
     assert(next == static_cast<int64_t>(abi.size()) &&
            "every parameter is consumed");
-    annotateKernelFunc(func, op);
 
     rewriter.inlineBlockBefore(&op.getBodyBlock(), entry, entry->end(),
                                tensors);
