@@ -251,6 +251,33 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
   }
 };
 
+/// What a register tile access (attn.store_tile, attn.load_tile) reaches
+/// of a tensor, from its descriptor: the element offset of the fixed
+/// indices (batch, head), the extents and strides of the rows and (for a
+/// tile with columns) the columns, and the data pointer.
+struct TensorTileView {
+  mlir::Value offset, rowExtent, rowStride, colExtent, colStride, base;
+
+  TensorTileView(Emitter &e, RewriterBase &rewriter, Location loc,
+                 Value descriptor, ValueRange indices, int64_t rowDim,
+                 std::optional<int64_t> colDim) {
+    MemRefDescriptor desc(descriptor);
+    offset = e.i64(0);
+    for (auto [d, index] : llvm::enumerate(indices))
+      if (static_cast<int64_t>(d) != rowDim &&
+          static_cast<int64_t>(d) != colDim)
+        offset = e.add64(offset, e.mul64(e.sext64(index),
+                                         desc.stride(rewriter, loc, d)));
+    rowExtent = desc.size(rewriter, loc, rowDim);
+    rowStride = desc.stride(rewriter, loc, rowDim);
+    if (colDim) {
+      colExtent = desc.size(rewriter, loc, *colDim);
+      colStride = desc.stride(rewriter, loc, *colDim);
+    }
+    base = desc.alignedPtr(rewriter, loc);
+  }
+};
+
 /// A register tile into a tensor of the kernel, each thread its own
 /// elements at the coordinates of the fragment tables, with no shared
 /// memory: a store (rounded to the tensor's type), or with `accumulate` an
@@ -278,24 +305,14 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     int64_t rowPerG = c.getCoord(4, 0).first - originRow;
     int64_t colPerT = c.getCoord(1, 0).second - originCol;
 
-    MemRefDescriptor dst(adaptor.getDst());
     MemRefType dstType = op.getDst().getType();
     int64_t rowDim = op.getRowDim(), colDim = op.getColDim();
-    // The fixed indices (batch, head) move the base.
-    Value offset = e.i64(0);
-    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
-      if (static_cast<int64_t>(d) != rowDim &&
-          (rowState || static_cast<int64_t>(d) != colDim))
-        offset = e.add64(offset, e.mul64(e.sext64(index),
-                                         dst.stride(rewriter, loc, d)));
-    Value rowExtent = dst.size(rewriter, loc, rowDim);
-    Value rowStride = dst.stride(rewriter, loc, rowDim);
-    Value colExtent, colStride;
-    if (!rowState) {
-      colExtent = dst.size(rewriter, loc, colDim);
-      colStride = dst.stride(rewriter, loc, colDim);
-    }
-    Value base = dst.alignedPtr(rewriter, loc);
+    TensorTileView view(e, rewriter, loc, adaptor.getDst(),
+                        adaptor.getIndices(), rowDim,
+                        rowState ? std::nullopt : std::optional(colDim));
+    Value offset = view.offset, rowExtent = view.rowExtent,
+          rowStride = view.rowStride, colExtent = view.colExtent,
+          colStride = view.colStride, base = view.base;
     Type stored = dstType.getElementType();
     int64_t storedBytes = dstType.getElementTypeBitWidth() / 8;
 
@@ -388,20 +405,13 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
     int64_t rowPerG = c.getCoord(4, 0).first - originRow;
     int64_t colPerT = c.getCoord(1, 0).second - originCol;
 
-    MemRefDescriptor src(adaptor.getSrc());
-    int64_t rank = op.getSrc().getType().getRank();
-    int64_t rowDim = rank == 4 ? 1 : 0, colDim = rank - 1;
-    Value offset = e.i64(0);
-    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
-      if (static_cast<int64_t>(d) != rowDim &&
-          static_cast<int64_t>(d) != colDim)
-        offset = e.add64(offset, e.mul64(e.sext64(index),
-                                         src.stride(rewriter, loc, d)));
-    Value rowExtent = src.size(rewriter, loc, rowDim);
-    Value colExtent = src.size(rewriter, loc, colDim);
-    Value rowStride = src.stride(rewriter, loc, rowDim);
-    Value colStride = src.stride(rewriter, loc, colDim);
-    Value base = src.alignedPtr(rewriter, loc);
+    MemRefType srcType = op.getSrc().getType();
+    int64_t rowDim = getTileRowDim(srcType), colDim = srcType.getRank() - 1;
+    TensorTileView view(e, rewriter, loc, adaptor.getSrc(),
+                        adaptor.getIndices(), rowDim, colDim);
+    Value offset = view.offset, rowExtent = view.rowExtent,
+          colExtent = view.colExtent, rowStride = view.rowStride,
+          colStride = view.colStride, base = view.base;
     Type element = type.getElementType();
     int64_t bytes = element.getIntOrFloatBitWidth() / 8;
     Value zero = isa<FloatType>(element)

@@ -885,22 +885,44 @@ LogicalResult CopyAsyncOp::verify() {
   return success();
 }
 
+/// The name and role of `tensor`, the tensor argument of `op`'s kernel
+/// that `op` (a tile copy, load or store) accesses; `what` names the
+/// operand in the error when it is no tensor argument.
+static FailureOr<std::pair<StringRef, StringRef>>
+getAccessedTensor(Operation *op, StringRef what, Value tensor) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  std::pair<StringRef, StringRef> nameAndRole =
+      kernel ? kernel.getArgNameAndRole(tensor)
+             : std::pair<StringRef, StringRef>();
+  if (nameAndRole.first.empty())
+    return op->emitOpError() << what
+                             << " must be a tensor argument of the kernel (a "
+                                "declared tensor or one named in arg_names)";
+  return nameAndRole;
+}
+
+/// One index per dimension of `type`, the tensor a tile access indexes.
+static LogicalResult verifyIndexCount(Operation *op, MemRefType type,
+                                      ValueRange indices) {
+  if (static_cast<int64_t>(indices.size()) == type.getRank())
+    return success();
+  return op->emitOpError() << "takes " << type.getRank() << " indices into "
+                           << type << ", got " << indices.size();
+}
+
 LogicalResult CopyTileOp::verify() {
   MemRefType src = getSrc().getType(), dst = getDst().getType();
-  auto kernel = (*this)->getParentOfType<KernelOp>();
-  auto [name, role] = kernel.getArgNameAndRole(getSrc());
-  if (name.empty())
-    return emitOpError() << "the source must be a tensor argument of the "
-                            "kernel (a declared tensor or one named in "
-                            "arg_names)";
+  auto accessed = getAccessedTensor(*this, "the source", getSrc());
+  if (failed(accessed))
+    return failure();
+  auto [name, role] = *accessed;
   int64_t rank = src.getRank();
   if (rank != 2 && rank != 4)
     return emitOpError() << "copies a tile of a 2-d or (batch, rows, heads, "
                             "dim) tensor, got "
                          << src;
-  if (static_cast<int64_t>(getIndices().size()) != rank)
-    return emitOpError() << "takes " << rank << " indices into " << src
-                         << ", got " << getIndices().size();
+  if (failed(verifyIndexCount(*this, src, getIndices())))
+    return failure();
   if (role != "in" && role != "workspace")
     return emitOpError() << "reads tensor '" << name << "', whose role is '"
                          << role << "'; a kernel reads its inputs and "
@@ -932,20 +954,17 @@ LogicalResult LoadTileOp::verify() {
   if (value.getRank() != 2 || !value.isAccumulator() ||
       !(element.isF32() || element.isInteger(32)))
     return emitOpError() << "loads an f32 or i32 accumulator, got " << value;
-  auto kernel = (*this)->getParentOfType<KernelOp>();
-  auto [name, role] = kernel.getArgNameAndRole(getSrc());
-  if (name.empty())
-    return emitOpError() << "the source must be a tensor argument of the "
-                            "kernel (a declared tensor or one named in "
-                            "arg_names)";
+  auto accessed = getAccessedTensor(*this, "the source", getSrc());
+  if (failed(accessed))
+    return failure();
+  auto [name, role] = *accessed;
   int64_t rank = src.getRank();
   if (rank != 2 && rank != 4)
     return emitOpError() << "loads a tile of a 2-d or (batch, rows, heads, "
                             "dim) tensor, got "
                          << src;
-  if (static_cast<int64_t>(getIndices().size()) != rank)
-    return emitOpError() << "takes " << rank << " indices into " << src
-                         << ", got " << getIndices().size();
+  if (failed(verifyIndexCount(*this, src, getIndices())))
+    return failure();
   if (src.getElementType() != element)
     return emitOpError() << "loads " << element << " from a tensor of "
                          << src.getElementType();
@@ -960,11 +979,13 @@ LogicalResult LoadTileOp::verify() {
   return success();
 }
 
-int64_t StoreTileOp::getRowDim() {
+int64_t attn::getTileRowDim(MemRefType tensor) {
   // (row, col), (batch, row, head, col) or (batch, head, row).
-  int64_t rank = getDst().getType().getRank();
+  int64_t rank = tensor.getRank();
   return rank == 2 ? 0 : rank == 4 ? 1 : 2;
 }
+
+int64_t StoreTileOp::getRowDim() { return getTileRowDim(getDst().getType()); }
 
 int64_t StoreTileOp::getColDim() { return getDst().getType().getRank() - 1; }
 
@@ -980,11 +1001,10 @@ LogicalResult StoreTileOp::verify() {
                             "f32 row state, got "
                          << value;
   auto kernel = (*this)->getParentOfType<KernelOp>();
-  auto [name, role] = kernel.getArgNameAndRole(getDst());
-  if (name.empty())
-    return emitOpError() << "the destination must be a tensor argument of the "
-                            "kernel (a declared tensor or one named in "
-                            "arg_names)";
+  auto accessed = getAccessedTensor(*this, "the destination", getDst());
+  if (failed(accessed))
+    return failure();
+  auto [name, role] = *accessed;
   int64_t rank = dst.getRank();
   if (rows ? rank != 3 : rank != 2 && rank != 4)
     return emitOpError() << "stores " << (rows ? "a row state" : "a tile")
@@ -992,9 +1012,8 @@ LogicalResult StoreTileOp::verify() {
                          << (rows ? "(batch, heads, rows) tensor"
                                   : "2-d or (batch, rows, heads, dim) tensor")
                          << ", got " << dst;
-  if (static_cast<int64_t>(getIndices().size()) != rank)
-    return emitOpError() << "takes " << rank << " indices into " << dst
-                         << ", got " << getIndices().size();
+  if (failed(verifyIndexCount(*this, dst, getIndices())))
+    return failure();
   Type stored = dst.getElementType();
   bool rounds = element.isF32() && (stored.isF16() || stored.isBF16());
   if (stored != element && (!rounds || getAccumulate()))

@@ -39,6 +39,12 @@ FragLayout getDefaultFragLayout(int64_t rank, mlir::Type elementType);
 /// The spelling of `layout` in `!attn.frag<..., kind>`.
 llvm::StringRef stringifyFragLayout(FragLayout layout);
 
+/// The dimension of `tensor` that a tile's rows run along, for the tile ops
+/// (attn.copy_tile, attn.load_tile, attn.store_tile): rows of a 2-d
+/// tensor, of a (batch, rows, heads, dim) one, or of a (batch, heads, rows)
+/// one. A tile's columns run along the last dimension.
+int64_t getTileRowDim(mlir::MemRefType tensor);
+
 } // namespace flashtile::attn
 
 #define GET_ATTRDEF_CLASSES
@@ -56,6 +62,7 @@ namespace flashtile::attn {
 /// IR spells them ("tile_m = 128, tile_n = 64, stages = 2, warps = 4,
 /// q_in_regs = true", then kv_warps and pack_gqa where not the default).
 std::string formatConfig(ConfigAttr config);
+
 
 /// The address space of shared memory in NVVM (and in our buffer types).
 constexpr unsigned kSharedMemorySpace = 3;

@@ -584,7 +584,7 @@ def Attn_CopyTileOp : Attn_Op<"copy_tile"> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The dimensions of `src` the tile's rows and columns run along.
-    int64_t getRowDim() { return getSrc().getType().getRank() == 4 ? 1 : 0; }
+    int64_t getRowDim() { return getTileRowDim(getSrc().getType()); }
     int64_t getColDim() { return getSrc().getType().getRank() - 1; }
     ::mlir::Value getRow() { return getIndices()[getRowDim()]; }
     ::mlir::Value getCol() { return getIndices()[getColDim()]; }
