@@ -210,7 +210,11 @@ ThreadCoords ThreadCoords::get(Emitter &e, int64_t kvWarps) {
 SmallVector<Value>
 lowering::emitForLoop(RewriterBase &rewriter, Location loc, Value lower,
                       Value upper, int64_t step, ValueRange inits,
-                      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+                      function_ref<SmallVector<Value>(Value, ValueRange)> body,
+                      LoopDirection direction) {
+  assert(step > 0 && "the step is positive; a loop down says so");
+  assert((direction == LoopDirection::Up || step == 1) &&
+         "a loop down steps by 1");
   Emitter e(rewriter, loc);
   Block *before = rewriter.getInsertionBlock();
   Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
@@ -223,18 +227,29 @@ lowering::emitForLoop(RewriterBase &rewriter, Location loc, Value lower,
     results.push_back(exit->addArgument(type, loc));
   Block *header = rewriter.createBlock(exit, types, locs);
   Block *bodyBlock = rewriter.createBlock(exit, types, locs);
+  // The header's counter: i itself going up; one past i going down, so
+  // that the loop needs no bound below `lower`.
   rewriter.setInsertionPointToEnd(before);
-  SmallVector<Value> entry = {lower};
+  SmallVector<Value> entry = {direction == LoopDirection::Up ? lower : upper};
   llvm::append_range(entry, inits);
   LLVM::BrOp::create(rewriter, loc, entry, header);
   rewriter.setInsertionPointToEnd(header);
-  LLVM::CondBrOp::create(rewriter, loc, e.slt(header->getArgument(0), upper),
-                         bodyBlock, header->getArguments(), exit,
+  Value counter = header->getArgument(0);
+  SmallVector<Value> bodyArgs(header->getArguments());
+  Value more;
+  if (direction == LoopDirection::Up) {
+    more = e.slt(counter, upper);
+  } else {
+    more = e.cmp(LLVM::ICmpPredicate::sgt, counter, lower);
+    bodyArgs.front() = e.sub(counter, e.i32(1));
+  }
+  LLVM::CondBrOp::create(rewriter, loc, more, bodyBlock, bodyArgs, exit,
                          header->getArguments().drop_front());
   rewriter.setInsertionPointToEnd(bodyBlock);
-  SmallVector<Value> next = {e.add(bodyBlock->getArgument(0), step)};
-  llvm::append_range(next, body(bodyBlock->getArgument(0),
-                                bodyBlock->getArguments().drop_front()));
+  Value index = bodyBlock->getArgument(0);
+  SmallVector<Value> next = {
+      direction == LoopDirection::Up ? e.add(index, step) : index};
+  llvm::append_range(next, body(index, bodyBlock->getArguments().drop_front()));
   LLVM::BrOp::create(rewriter, loc, next, header);
   rewriter.setInsertionPointToStart(exit);
   return results;

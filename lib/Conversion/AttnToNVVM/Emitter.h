@@ -108,17 +108,23 @@ struct ThreadCoords {
   static ThreadCoords get(Emitter &e, int64_t kvWarps = 1);
 };
 
+/// Which way emitForLoop counts.
+enum class LoopDirection { Up, Down };
+
 /// `for (i = lower; i < upper; i += step)` (i32, step > 0) carrying
 /// `inits`, as blocks at the rewriter's insertion point; `body` gets i and
-/// the carried values and returns the next ones. The rewriter continues
-/// after the loop; returns the final values.
+/// the carried values and returns the next ones. Counting Down (step 1), i
+/// runs from upper - 1 to lower. The rewriter continues after the loop;
+/// returns the final values. The lowering's one loop builder: the KV loop
+/// and the combine kernel's loops are built with it.
 llvm::SmallVector<mlir::Value>
 emitForLoop(mlir::RewriterBase &rewriter, mlir::Location loc,
             mlir::Value lower, mlir::Value upper, int64_t step,
             mlir::ValueRange inits,
             llvm::function_ref<llvm::SmallVector<mlir::Value>(
                 mlir::Value, mlir::ValueRange)>
-                body);
+                body,
+            LoopDirection direction = LoopDirection::Up);
 
 /// Splits the current block and runs `body` only when `cond` holds; the
 /// rewriter continues after the conditional code.

@@ -237,12 +237,8 @@ struct SoftmaxScaleLowering : public ConvertOpToLLVMPattern<SoftmaxScaleOp> {
   }
 };
 
-/// attn.kv_loop -> a loop of blocks counting j from upper - 1 down to lower:
-///
-///   ^pre:    br ^header(upper, inits)
-///   ^header(c, state): cond_br c > lower, ^body(c - 1, state), ^exit(state)
-///   ^body(j, state):   ...; br ^header(j, yielded)
-///   ^exit(results):
+/// attn.kv_loop -> emitForLoop counting j from upper - 1 down to lower,
+/// its body the op's block, inlined with j and the carried state.
 struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
 
@@ -250,55 +246,30 @@ struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
   matchAndRewrite(KVLoopOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    SmallVector<Type> stateTypes;
-    if (failed(getTypeConverter()->convertTypes(op.getResultTypes(),
-                                                stateTypes)))
-      return rewriter.notifyMatchFailure(op, "cannot convert loop state");
-    Type i32 = rewriter.getI32Type();
-
-    Block *before = rewriter.getInsertionBlock();
-    Block *exit = rewriter.splitBlock(before, rewriter.getInsertionPoint());
-    SmallVector<Location> stateLocs(stateTypes.size(), loc);
-    SmallVector<Value> results;
-    for (Type type : stateTypes)
-      results.push_back(exit->addArgument(type, loc));
-
-    SmallVector<Type> headerTypes = {i32};
-    llvm::append_range(headerTypes, stateTypes);
-    SmallVector<Location> headerLocs(headerTypes.size(), loc);
-    Block *header = rewriter.createBlock(exit, headerTypes, headerLocs);
-
     if (failed(rewriter.convertRegionTypes(&op.getBody(), *getTypeConverter())))
       return rewriter.notifyMatchFailure(op, "cannot convert loop body");
     Block *body = &op.getBody().front();
-    rewriter.inlineRegionBefore(op.getBody(), exit);
-
-    rewriter.setInsertionPointToEnd(before);
-    SmallVector<Value> entryArgs = {adaptor.getUpper()};
-    llvm::append_range(entryArgs, adaptor.getInits());
-    LLVM::BrOp::create(rewriter, loc, entryArgs, header);
-
-    rewriter.setInsertionPointToEnd(header);
-    Emitter e(rewriter, loc);
-    Value counter = header->getArgument(0);
-    Value more = e.cmp(LLVM::ICmpPredicate::sgt, counter, adaptor.getLower());
-    SmallVector<Value> bodyArgs = {e.sub(counter, e.i32(1))};
-    llvm::append_range(bodyArgs, header->getArguments().drop_front());
-    LLVM::CondBrOp::create(rewriter, loc, more, body, bodyArgs, exit,
-                           header->getArguments().drop_front());
-
     auto yield = cast<YieldOp>(body->getTerminator());
-    rewriter.setInsertionPoint(yield);
-    // The yielded values are converted later; branch on their converted
-    // form, which the framework materializes now and resolves then.
-    SmallVector<Value> yielded;
-    if (failed(rewriter.getRemappedValues(yield.getValues(), yielded)))
+    bool remapped = true;
+    SmallVector<Value> results = emitForLoop(
+        rewriter, loc, adaptor.getLower(), adaptor.getUpper(), /*step=*/1,
+        adaptor.getInits(),
+        [&](Value j, ValueRange state) {
+          SmallVector<Value> args = {j};
+          llvm::append_range(args, state);
+          rewriter.inlineBlockBefore(body, rewriter.getInsertionBlock(),
+                                     rewriter.getInsertionPoint(), args);
+          // The yielded values are converted later; carry their converted
+          // form, which the framework materializes now and resolves then.
+          SmallVector<Value> yielded;
+          remapped = succeeded(
+              rewriter.getRemappedValues(yield.getValues(), yielded));
+          rewriter.eraseOp(yield);
+          return yielded;
+        },
+        LoopDirection::Down);
+    if (!remapped)
       return rewriter.notifyMatchFailure(op, "cannot convert yielded values");
-    SmallVector<Value> backArgs = {body->getArgument(0)};
-    llvm::append_range(backArgs, yielded);
-    LLVM::BrOp::create(rewriter, loc, backArgs, header);
-    rewriter.eraseOp(yield);
-
     rewriter.replaceOp(op, results);
     return success();
   }

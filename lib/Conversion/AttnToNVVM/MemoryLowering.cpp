@@ -182,7 +182,34 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
   }
 };
 
-/// A tile of a 2-d extra tensor into a buffer slot: one 16-byte cp.async.cg
+/// What a tile access (attn.copy_tile, attn.store_tile, attn.load_tile) reaches
+/// of a tensor, from its descriptor: the element offset of the fixed
+/// indices (batch, head), the extents and strides of the rows and (for a
+/// tile with columns) the columns, and the data pointer.
+struct TensorTileView {
+  mlir::Value offset, rowExtent, rowStride, colExtent, colStride, base;
+
+  TensorTileView(Emitter &e, RewriterBase &rewriter, Location loc,
+                 Value descriptor, ValueRange indices, int64_t rowDim,
+                 std::optional<int64_t> colDim) {
+    MemRefDescriptor desc(descriptor);
+    offset = e.i64(0);
+    for (auto [d, index] : llvm::enumerate(indices))
+      if (static_cast<int64_t>(d) != rowDim &&
+          static_cast<int64_t>(d) != colDim)
+        offset = e.add64(offset, e.mul64(e.sext64(index),
+                                         desc.stride(rewriter, loc, d)));
+    rowExtent = desc.size(rewriter, loc, rowDim);
+    rowStride = desc.stride(rewriter, loc, rowDim);
+    if (colDim) {
+      colExtent = desc.size(rewriter, loc, *colDim);
+      colStride = desc.stride(rewriter, loc, *colDim);
+    }
+    base = desc.alignedPtr(rewriter, loc);
+  }
+};
+
+/// A tile of a tensor of the kernel into a buffer slot: one 16-byte cp.async.cg
 /// per chunk, spread over the block's threads like attn.copy_async's. A
 /// chunk copies the bytes of its row that lie inside the tensor (cp.async's
 /// source size) and zero-fills the rest; rows past the end copy nothing.
@@ -198,21 +225,15 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
     int64_t chunkElements = kCopyChunkBytes / elementBytes;
     Emitter &e = ctx.e;
     ThreadCoords &thread = ctx.thread();
-    // The source's descriptor: its base moved by the fixed indices
-    // (batch, head), the extents and the row stride; columns are
-    // contiguous (the verifier and the plan hold them to it).
-    MemRefDescriptor src(adaptor.getSrc());
+    // The source's view: its base moved by the fixed indices (batch,
+    // head), the extents and the row stride; columns are contiguous (the
+    // verifier and the plan hold them to it).
     int64_t rowDim = op.getRowDim(), colDim = op.getColDim();
-    Value base = src.alignedPtr(rewriter, loc);
-    for (auto [d, index] : llvm::enumerate(adaptor.getIndices()))
-      if (static_cast<int64_t>(d) != rowDim &&
-          static_cast<int64_t>(d) != colDim)
-        base = e.gep(base, e.mul64(e.mul64(e.sext64(index),
-                                           src.stride(rewriter, loc, d)),
-                                   e.i64(elementBytes)));
-    Value rows64 = src.size(rewriter, loc, rowDim),
-          cols64 = src.size(rewriter, loc, colDim),
-          stride64 = src.stride(rewriter, loc, rowDim);
+    TensorTileView src(e, rewriter, loc, adaptor.getSrc(),
+                       adaptor.getIndices(), rowDim, colDim);
+    Value base = e.gep(src.base, e.mul64(src.offset, e.i64(elementBytes)));
+    Value rows64 = src.rowExtent, cols64 = src.colExtent,
+          stride64 = src.rowStride;
     Value slotBase =
         getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
     Value firstRow = e.sext64(adaptor.getIndices()[rowDim]);
@@ -248,33 +269,6 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
     NVVM::CpAsyncCommitGroupOp::create(rewriter, loc);
     rewriter.eraseOp(op);
     return success();
-  }
-};
-
-/// What a register tile access (attn.store_tile, attn.load_tile) reaches
-/// of a tensor, from its descriptor: the element offset of the fixed
-/// indices (batch, head), the extents and strides of the rows and (for a
-/// tile with columns) the columns, and the data pointer.
-struct TensorTileView {
-  mlir::Value offset, rowExtent, rowStride, colExtent, colStride, base;
-
-  TensorTileView(Emitter &e, RewriterBase &rewriter, Location loc,
-                 Value descriptor, ValueRange indices, int64_t rowDim,
-                 std::optional<int64_t> colDim) {
-    MemRefDescriptor desc(descriptor);
-    offset = e.i64(0);
-    for (auto [d, index] : llvm::enumerate(indices))
-      if (static_cast<int64_t>(d) != rowDim &&
-          static_cast<int64_t>(d) != colDim)
-        offset = e.add64(offset, e.mul64(e.sext64(index),
-                                         desc.stride(rewriter, loc, d)));
-    rowExtent = desc.size(rewriter, loc, rowDim);
-    rowStride = desc.stride(rewriter, loc, rowDim);
-    if (colDim) {
-      colExtent = desc.size(rewriter, loc, *colDim);
-      colStride = desc.stride(rewriter, loc, *colDim);
-    }
-    base = desc.alignedPtr(rewriter, loc);
   }
 };
 
