@@ -21,8 +21,7 @@ thread_local HookTracer *activeTracer = nullptr;
 } // namespace
 
 HookTracer::HookTracer(KernelOp kernel, Block *block, StringRef hookName)
-    : kernel(kernel), hookName(hookName.str()),
-      b(OpBuilder::atBlockEnd(block)),
+    : kernel(kernel), hookName(hookName.str()), b(OpBuilder::atBlockEnd(block)),
       hookLoc(NameLoc::get(b.getStringAttr(hookName), kernel.getLoc())) {
   previous = activeTracer;
   activeTracer = this;
@@ -38,7 +37,7 @@ HookTracer &HookTracer::get() {
 }
 
 Location HookTracer::at(const char *file, unsigned line) {
-  return FileLineColLoc::get(b.getContext(), file, line, 0);
+  return getCallerLocation(file, line, hookLoc);
 }
 
 Expr HookTracer::fail(Location loc, const Twine &message) {
@@ -97,16 +96,15 @@ HookTracer::unify(const Expr &a, const Expr &c, StringRef what, Location loc) {
   Type type = a.isLiteral() ? c.getValue().getType() : a.getValue().getType();
   const Expr &literal = a.isLiteral() ? a : c;
   if (literal.isLiteral() && type.isInteger(1)) {
-    fail(loc, llvm::formatv("'{0}' combines a condition (i1) with a number",
-                            what));
+    fail(loc,
+         llvm::formatv("'{0}' combines a condition (i1) with a number", what));
     return std::nullopt;
   }
   Type f32 = b.getF32Type();
   // torch's promotion: an index meeting a score or a float literal is a
-  // float (the Python front end's rule, hooks.py's _unify).
+  // float (the Python front end's rule, _tracer.py's _unify).
   auto promoted = [&](const Expr &x) {
-    Value v = materialize(x, x.isLiteral() ? f32 : x.getValue().getType(),
-                          loc);
+    Value v = materialize(x, x.isLiteral() ? f32 : x.getValue().getType(), loc);
     return v.getType().isIndex() ? indexToFloat(v, loc) : v;
   };
   if (literal.isLiteral() && type.isIndex() && literal.isFloatLit())
@@ -204,9 +202,9 @@ Expr HookTracer::logic(const Expr &a, const Expr *c, StringRef what) {
     return !x.isLiteral() && x.getValue().getType().isInteger(1);
   };
   if (!isCondition(a) || (c && !isCondition(*c)))
-    return fail(loc, llvm::formatv("'{0}' takes conditions, got {1}{2}", what,
-                                   describe(a),
-                                   c ? " and " + describe(*c) : ""));
+    return fail(loc,
+                llvm::formatv("'{0}' takes conditions, got {1}{2}", what,
+                              describe(a), c ? " and " + describe(*c) : ""));
   Value x = a.getValue();
   if (!c) {
     Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
@@ -239,8 +237,8 @@ Expr HookTracer::unary(const Expr &a, StringRef what, Location loc) {
     if (type.isF32()) // already a float, as flashtile.to_float has it
       return a;
     if (!type.isIndex())
-      return fail(loc, llvm::formatv("toFloat takes an index, got {0}",
-                                     describe(a)));
+      return fail(
+          loc, llvm::formatv("toFloat takes an index, got {0}", describe(a)));
     return Expr(indexToFloat(a.getValue(), loc), loc);
   }
   if (what == "toIndex") {
@@ -249,8 +247,8 @@ Expr HookTracer::unary(const Expr &a, StringRef what, Location loc) {
     if (!a.getValue().getType().isF32())
       return fail(loc, llvm::formatv("toIndex takes a score (f32), got {0}",
                                      describe(a)));
-    Value narrow = arith::FPToSIOp::create(b, loc, b.getI32Type(),
-                                           a.getValue());
+    Value narrow =
+        arith::FPToSIOp::create(b, loc, b.getI32Type(), a.getValue());
     return Expr(arith::IndexCastOp::create(b, loc, b.getIndexType(), narrow),
                 loc);
   }
@@ -375,8 +373,8 @@ FailureOr<Value> HookTracer::finish(const Expr &result, Type expected,
   if (result.isLiteral() && expected.isF32())
     return materialize(result, expected, loc);
   if (result.isLiteral() || result.getValue().getType() != expected) {
-    fail(loc, llvm::formatv("returns {0}; it must return {1}",
-                            describe(result), expectedName));
+    fail(loc, llvm::formatv("returns {0}; it must return {1}", describe(result),
+                            expectedName));
     return failure();
   }
   return result.getValue();

@@ -103,7 +103,10 @@ done
 echo "mma check: tables, kernel and tile programs into $(cd "$out/.." && pwd)"
 
 # The Python examples' kernels, into the kernel cache the GPU machine reads.
+# The cache starts empty: its keys name the build, so the entries of
+# earlier builds would only grow what travels to the GPU machine.
 if [ "$mode" != quick ]; then
+  rm -rf "$root/.gpu/cache"
   PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
     python3 -m flashtile prebuild "$root/tools/gpu/py_kernels.json" \
     --cache "$root/.gpu/cache" > "$out/../prebuild.log" 2>&1 ||

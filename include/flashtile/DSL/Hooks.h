@@ -22,9 +22,10 @@
 // bf16, f32) as f32. Numeric literals take the type of the other operand
 // (an integer literal next to a score is a float). An index meeting a score
 // or a float literal becomes a float, as in torch and the Python front end
-// (flashtile/hooks.py): `s + slopes[h] * (k - q)` and `q * 0.5f` are f32.
+// (flashtile/_tracer.py): `s + slopes[h] * (k - q)` and `q * 0.5f` are f32.
 // Integer `/` and `%` truncate, as in C++ (Python's `/` of indices is a
-// float, its `//` floors). `&&`, `||` and `!` build i1 logic and do not short-circuit.
+// float, its `//` floors). `&&`, `||` and `!` build i1 logic and do not
+// short-circuit.
 //
 // Errors. A misuse (a type mismatch, a tensor that the spec does not
 // declare, a wrong index count, a hook that returns the wrong type) becomes
@@ -36,6 +37,8 @@
 
 #ifndef FLASHTILE_DSL_HOOKS_H
 #define FLASHTILE_DSL_HOOKS_H
+
+#include "flashtile/Dialect/Attn/IR/CallerLocation.h"
 
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Value.h"
@@ -99,17 +102,12 @@ public:
   const std::string &getName() const { return name; }
 
   Expr operator[](const Expr &i) const;
-  Expr operator()(const Expr &i, const char *file = __builtin_FILE(),
-                  unsigned line = __builtin_LINE()) const;
-  Expr operator()(const Expr &i, const Expr &j,
-                  const char *file = __builtin_FILE(),
-                  unsigned line = __builtin_LINE()) const;
+  Expr operator()(const Expr &i, FLASHTILE_CALLER) const;
+  Expr operator()(const Expr &i, const Expr &j, FLASHTILE_CALLER) const;
   Expr operator()(const Expr &i, const Expr &j, const Expr &k,
-                  const char *file = __builtin_FILE(),
-                  unsigned line = __builtin_LINE()) const;
+                  FLASHTILE_CALLER) const;
   Expr operator()(const Expr &i, const Expr &j, const Expr &k, const Expr &l,
-                  const char *file = __builtin_FILE(),
-                  unsigned line = __builtin_LINE()) const;
+                  FLASHTILE_CALLER) const;
 
 private:
   std::string name;
@@ -145,13 +143,9 @@ Expr operator&&(const Expr &a, const Expr &b);
 Expr operator||(const Expr &a, const Expr &b);
 Expr operator!(const Expr &a);
 
-#define FLASHTILE_DSL_UNARY(name)                                              \
-  Expr name(const Expr &x, const char *file = __builtin_FILE(),               \
-            unsigned line = __builtin_LINE());
+#define FLASHTILE_DSL_UNARY(name) Expr name(const Expr &x, FLASHTILE_CALLER);
 #define FLASHTILE_DSL_BINARY(name)                                             \
-  Expr name(const Expr &x, const Expr &y,                                      \
-            const char *file = __builtin_FILE(),                               \
-            unsigned line = __builtin_LINE());
+  Expr name(const Expr &x, const Expr &y, FLASHTILE_CALLER);
 // f32 -> f32, on the SFU where the chip has it (tanh.approx, ex2, lg2).
 FLASHTILE_DSL_UNARY(tanh)
 FLASHTILE_DSL_UNARY(exp)
@@ -180,9 +174,7 @@ FLASHTILE_DSL_BINARY(max)
 #undef FLASHTILE_DSL_BINARY
 
 /// `cond ? a : b`, elementwise.
-Expr where(const Expr &cond, const Expr &a, const Expr &b,
-           const char *file = __builtin_FILE(),
-           unsigned line = __builtin_LINE());
+Expr where(const Expr &cond, const Expr &a, const Expr &b, FLASHTILE_CALLER);
 
 /// The run-time sizes of the launch, as indices.
 Expr seqlenQ();

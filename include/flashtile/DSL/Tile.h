@@ -74,7 +74,7 @@ public:
   /// attn.map with its body traced from `fn`; a misuse in `fn` is an error
   /// at the user's line and fails buildTileKernel.
   mlir::Value map(mlir::ValueRange operands, const MapFn &fn,
-                  FLASHTILE_TILE_CALLER);
+                  FLASHTILE_CALLER);
   using TileBuilder::map;
 
   bool hasFailed() const { return failed; }

@@ -9,9 +9,7 @@ using namespace flashtile;
 using namespace flashtile::attn;
 
 Location TileBuilder::at(const char *file, unsigned line) {
-  if (!callerLocations || !file)
-    return loc;
-  return FileLineColLoc::get(b.getContext(), file, line, 0);
+  return callerLocations ? getCallerLocation(file, line, loc) : loc;
 }
 
 Type TileBuilder::getElementType() {
@@ -138,9 +136,9 @@ Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
     accType = cast<FragType>(acc.getType()).getElementType();
   if (!accType)
     accType = bType.getElementType().isInteger(8) ? Type(b.getI32Type())
-                                                   : Type(b.getF32Type());
-  auto type = FragType::get(b.getContext(), {mkn[0], mkn[2]}, accType,
-                            FragLayout::Acc);
+                                                  : Type(b.getF32Type());
+  auto type =
+      FragType::get(b.getContext(), {mkn[0], mkn[2]}, accType, FragLayout::Acc);
   return MmaOp::create(b, here, type, a, options.aTile, bBuffer, bTile, acc,
                        options.transposeA, options.transposeB, options.kBegin,
                        options.kEnd);

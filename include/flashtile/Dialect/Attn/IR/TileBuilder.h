@@ -28,16 +28,11 @@
 #define FLASHTILE_DIALECT_ATTN_IR_TILEBUILDER_H
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/IR/CallerLocation.h"
 
 #include "mlir/IR/Builders.h"
 
 #include <functional>
-
-/// The caller's file and line, filled in at each call site: with caller
-/// locations on, every op is located where the program asked for it, so
-/// that a verifier's error names the user's line.
-#define FLASHTILE_TILE_CALLER                                                  \
-  const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()
 
 namespace flashtile::attn {
 
@@ -46,8 +41,9 @@ public:
   TileBuilder(mlir::OpBuilder &b, mlir::Location loc, KernelOp kernel)
       : b(b), loc(loc), kernel(kernel) {}
 
-  /// Locate ops at their callers' lines (a user's program) instead of at
-  /// `loc` (the expansion: the attn.attention's location).
+  /// Locate ops at their callers' lines (a user's program: every call
+  /// takes FLASHTILE_CALLER) instead of at `loc` (the expansion: the
+  /// attn.attention's location).
   void useCallerLocations(bool on) { callerLocations = on; }
   /// The location of an op asked for at `file`:`line`.
   mlir::Location at(const char *file, unsigned line);
@@ -63,44 +59,43 @@ public:
     mlir::Value mBlock, head, kvHead, batch, seqlenQ, seqlenK;
   };
   /// attn.block_context.
-  Block blockContext(FLASHTILE_TILE_CALLER);
+  Block blockContext(FLASHTILE_CALLER);
   /// The KV tiles a query tile visits (attn.kv_bounds and its refinements).
   struct TileRange {
     mlir::Value begin, unmaskedBegin, unmaskedEnd, end;
   };
   /// attn.kv_bounds: -1 for an unbounded window side; (-1, 0) is causal.
   TileRange kvBounds(const Block &block, int64_t tileM, int64_t tileN,
-                     int64_t windowLeft, int64_t windowRight,
-                     FLASHTILE_TILE_CALLER);
+                     int64_t windowLeft, int64_t windowRight, FLASHTILE_CALLER);
   /// attn.kv_split of `range` (the decode family's split-KV).
-  TileRange kvSplit(const TileRange &range, FLASHTILE_TILE_CALLER);
+  TileRange kvSplit(const TileRange &range, FLASHTILE_CALLER);
   /// attn.softmax_scale: the run-time scale, `defaultValue` when the caller
   /// passes none.
-  mlir::Value softmaxScale(float defaultValue, FLASHTILE_TILE_CALLER);
+  mlir::Value softmaxScale(float defaultValue, FLASHTILE_CALLER);
   /// The same with the kernel's default (getDefaultSoftmaxScale).
-  mlir::Value softmaxScale(FLASHTILE_TILE_CALLER);
+  mlir::Value softmaxScale(FLASHTILE_CALLER);
   /// Index and f32 constants, and `tile - back`.
-  mlir::Value index(int64_t value, FLASHTILE_TILE_CALLER);
-  mlir::Value f32(float value, FLASHTILE_TILE_CALLER);
-  mlir::Value minus(mlir::Value tile, int64_t back, FLASHTILE_TILE_CALLER);
+  mlir::Value index(int64_t value, FLASHTILE_CALLER);
+  mlir::Value f32(float value, FLASHTILE_CALLER);
+  mlir::Value minus(mlir::Value tile, int64_t back, FLASHTILE_CALLER);
 
   //===--- Shared memory ------------------------------------------------===//
   /// attn.smem_alloc of `slots x rows x cols` elements (default: Q's type),
   /// named `name` in plans and errors.
   mlir::Value buffer(llvm::StringRef name, int64_t slots, int64_t rows,
                      int64_t cols, mlir::Type elementType = {},
-                     FLASHTILE_TILE_CALLER);
+                     FLASHTILE_CALLER);
   /// attn.copy_async of tile `tile` of `src` into its slot of `dst`.
   void copy(mlir::Value src, mlir::Value batch, mlir::Value tile,
             mlir::Value head, mlir::Value dst, mlir::Value pages = {},
-            mlir::Value limit = {}, bool packed = false, FLASHTILE_TILE_CALLER);
+            mlir::Value limit = {}, bool packed = false, FLASHTILE_CALLER);
   /// attn.load_frag: slot 0 of `src` into registers.
-  mlir::Value load(mlir::Value src, FLASHTILE_TILE_CALLER);
+  mlir::Value load(mlir::Value src, FLASHTILE_CALLER);
 
   //===--- Register tiles -----------------------------------------------===//
   /// attn.splat.
   mlir::Value splat(llvm::ArrayRef<int64_t> shape, mlir::Type elementType,
-                    float value, FLASHTILE_TILE_CALLER);
+                    float value, FLASHTILE_CALLER);
   /// How attn.mma reads its operands: the slot of a many-slot A buffer,
   /// whether A's and B's buffers hold them transposed ([K][M], [N][K]),
   /// the accumulator type (no acc: f32 for float operands, i32 for i8), and
@@ -111,24 +106,22 @@ public:
     mlir::Type accType = {};
     int64_t kBegin = 0, kEnd = 0;
   };
-  /// attn.mma: D = A B[bTile] (+ acc), B from `bBuffer`. The result is an accumulator of
-  /// M x N (N: one KV warp's share of B's buffer rows with transposeB),
-  /// of acc's type when given.
+  /// attn.mma: D = A B[bTile] (+ acc), B from `bBuffer`. The result is an
+  /// accumulator of M x N (N: one KV warp's share of B's buffer rows with
+  /// transposeB), of acc's type when given.
   mlir::Value mma(mlir::Value a, mlir::Value bBuffer, mlir::Value bTile,
-                  mlir::Value acc, const MmaOptions &options,
-                  FLASHTILE_TILE_CALLER);
+                  mlir::Value acc, const MmaOptions &options, FLASHTILE_CALLER);
   /// S = Q K[tile]^T in f32, attn.mma with K's rows as B's columns (`q` in
   /// registers or shared memory); the result is the warp's slice of the KV
   /// tile. With a head range [headBegin, headEnd) (headEnd 0: the end),
   /// over that slice of the head dim only.
   mlir::Value dot(mlir::Value q, mlir::Value k, mlir::Value tile,
-                  int64_t headBegin = 0, int64_t headEnd = 0,
-                  FLASHTILE_TILE_CALLER);
+                  int64_t headBegin = 0, int64_t headEnd = 0, FLASHTILE_CALLER);
   /// acc + P V[tile], attn.mma with P in registers. An f32 `p` is
   /// converted to V's element type in the A-operand layout first
   /// (attn.convert).
   mlir::Value dotAccumulate(mlir::Value p, mlir::Value v, mlir::Value tile,
-                            mlir::Value acc, FLASHTILE_TILE_CALLER);
+                            mlir::Value acc, FLASHTILE_CALLER);
   /// The scalar body of a map: its arguments are one per operand (elements
   /// of fragments, scalars as they are), then the row and, for a rank-2
   /// result, the column; it returns the f32 element.
@@ -137,37 +130,36 @@ public:
   /// attn.map: the result's shape is the rank-2 operands' (else the rank-1
   /// ones').
   mlir::Value map(mlir::ValueRange operands, const MapBody &body,
-                  FLASHTILE_TILE_CALLER);
+                  FLASHTILE_CALLER);
   /// attn.map with the body left empty (its block has its arguments), for
   /// callers that trace the body themselves.
-  MapOp createMap(mlir::ValueRange operands, FLASHTILE_TILE_CALLER);
+  MapOp createMap(mlir::ValueRange operands, FLASHTILE_CALLER);
   /// attn.reduce_rows ("max" or "sum").
   mlir::Value reduceRows(mlir::Value source, llvm::StringRef kind,
-                         FLASHTILE_TILE_CALLER);
+                         FLASHTILE_CALLER);
   /// attn.convert to f16 / bf16 in the A-operand layout.
   mlir::Value convert(mlir::Value source, mlir::Type elementType,
-                      FLASHTILE_TILE_CALLER);
+                      FLASHTILE_CALLER);
 
   //===--- The fused steps of the built-in programs ----------------------===//
   /// attn.mask of the scores of KV tile `nBlock`.
   mlir::Value mask(mlir::Value s, const Block &block, mlir::Value nBlock,
-                   int64_t windowLeft, int64_t windowRight,
-                   FLASHTILE_TILE_CALLER);
+                   int64_t windowLeft, int64_t windowRight, FLASHTILE_CALLER);
   /// attn.modify_scores with empty hook regions, for the caller to fill.
   ModifyScoresOp modifyScores(mlir::Value s, const Block &block,
                               mlir::Value nBlock, mlir::Value scale,
-                              FLASHTILE_TILE_CALLER);
+                              FLASHTILE_CALLER);
   /// attn.online_softmax: P (in `pType`'s element type) and the new state.
   OnlineSoftmaxOp onlineSoftmax(mlir::Value s, mlir::Value rowMax,
                                 mlir::Value rowSum, mlir::Value acc,
                                 mlir::Value scaleLog2, mlir::Type pElementType,
-                                FLASHTILE_TILE_CALLER);
+                                FLASHTILE_CALLER);
   /// attn.key_range and attn.block_ranges over `within`, regions empty.
   KeyRangeOp keyRange(const Block &block, const TileRange &within,
-                      int64_t tileM, int64_t tileN, FLASHTILE_TILE_CALLER);
+                      int64_t tileM, int64_t tileN, FLASHTILE_CALLER);
   BlockRangesOp blockRanges(const Block &block, const TileRange &within,
                             int64_t tileM, int64_t tileN, bool perHead,
-                            FLASHTILE_TILE_CALLER);
+                            FLASHTILE_CALLER);
 
   //===--- The KV loop and the block's exits -----------------------------===//
   /// The body of a KV loop: given the tile index and the loop-carried
@@ -178,24 +170,24 @@ public:
   /// the body masks scores.
   mlir::ValueRange loop(mlir::Value lower, mlir::Value upper,
                         mlir::ValueRange inits, bool masked,
-                        const LoopBody &body, FLASHTILE_TILE_CALLER);
+                        const LoopBody &body, FLASHTILE_CALLER);
   /// attn.store of `acc` as the block's rows of O (`lseValues` optional).
   void store(mlir::Value acc, mlir::Value stage, const Block &block,
-             mlir::Value lseValues = {}, FLASHTILE_TILE_CALLER);
+             mlir::Value lseValues = {}, FLASHTILE_CALLER);
   /// attn.store_tile: `value` (an accumulator, or a row state) into the
   /// kernel's tensor `dst` at `indices` (one per dimension), rounded to
   /// its type, or added with f32 / i32 atomics with `accumulate`.
   void storeTile(mlir::Value value, mlir::Value dst, mlir::ValueRange indices,
-                 bool accumulate = false, FLASHTILE_TILE_CALLER);
+                 bool accumulate = false, FLASHTILE_CALLER);
   /// attn.load_tile: an M x N accumulator of `src`'s element type read from
   /// the kernel's tensor `src` at `indices` (0 outside its extents).
   mlir::Value loadTile(mlir::Value src, mlir::ValueRange indices, int64_t rows,
-                       int64_t cols, FLASHTILE_TILE_CALLER);
+                       int64_t cols, FLASHTILE_CALLER);
   /// attn.epilogue (normalise by l, LSE), its sink region empty.
   EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
                       mlir::Value stage, const Block &block,
                       mlir::Value softmaxScale, mlir::Value merge = {},
-                      FLASHTILE_TILE_CALLER);
+                      FLASHTILE_CALLER);
 
 private:
   mlir::OpBuilder &b;
