@@ -354,7 +354,7 @@ def _unify(region, a, b):
 
 _FLOAT_OPS = {"add": "addf", "sub": "subf", "mul": "mulf", "div": "divf"}
 _INDEX_OPS = {"add": "addi", "sub": "subi", "mul": "muli",
-              "floordiv": "floordivsi", "mod": "remsi"}
+              "floordiv": "floordivsi"}
 
 
 def _arith(op, a, b):
@@ -371,6 +371,8 @@ def _arith(op, a, b):
             _fail("% on floats is not supported in hooks")
         return region.emit(f"arith.{_FLOAT_OPS[op]} {a.name}, {b.name} : f32",
                            _F32)
+    if op == "mod":  # Python's and torch's: the sign of the divisor
+        return _arith("sub", a, _arith("mul", _arith("floordiv", a, b), b))
     return region.emit(f"arith.{_INDEX_OPS[op]} {a.name}, {b.name} : index",
                        _INDEX)
 

@@ -191,6 +191,19 @@ class TraceTest(unittest.TestCase):
         self.assertIn("arith.floordivsi %q_idx, %0 : index", ir)
         self.assertIn("memref<?x?x?x32xbf16", ir)
 
+    def test_index_mod_floors(self):
+        # Python's and torch's %: (-3) % 5 is 2, where arith.remsi gives -3.
+        # So a % b is a - (a // b) * b, with // the flooring division.
+        def mod(score, b, h, q_idx, kv_idx):
+            return score + flashtile.to_float((q_idx - kv_idx) % 5)
+        ir, _ = kernel_ir("mod", 64, score_mod=mod)
+        self.assertNotIn("remsi", ir)
+        body = ir.split("score_mod {")[1]
+        self.assertRegex(body, r"(%\w+) = arith.subi %q_idx, %kv_idx : index"
+                         r"(.|\n)*(%\w+) = arith.floordivsi \1, (%\w+) : "
+                         r"index(.|\n)*(%\w+) = arith.muli \3, \4 : index"
+                         r"(.|\n)*arith.subi \1, \6 : index")
+
     def test_sink(self):
         sinks = FakeTensor("torch.float32", (8,))
 

@@ -1,7 +1,8 @@
 """The defects an outside test campaign found in the hooks, checked on the
 GPU against float64 PyTorch (issue 22): a hook whose captured constant
 changes gets a new kernel (PyTorch's test_recompile_changed_score_mod),
-`x ** n` of a negative x is torch's value and not NaN, batch_size() is the
+`x ** n` of a negative x is torch's value and not NaN, `%` of a negative
+index has the divisor's sign, as in torch, batch_size() is the
 batch in every kernel of a plan, Python booleans and 0-d captured tensors
 compile, and concurrent flashtile.decode calls keep their own lengths.
 
@@ -40,6 +41,13 @@ def flip(score, b, h, q_idx, kv_idx):
 
 def square(score, b, h, q_idx, kv_idx):
     return score - 0.002 * flashtile.to_float(q_idx - kv_idx) ** 2
+
+
+def floor_mod(score, b, h, q_idx, kv_idx):
+    # Python's and torch's % and // of a negative index (q < kv): they
+    # floor, where arith.remsi truncates.
+    return score + 0.1 * flashtile.to_float((q_idx - kv_idx) % 5) \
+        - 0.01 * flashtile.to_float((q_idx - kv_idx) // 7)
 
 
 POWER = flashtile.scalar(3.0, name="power")
@@ -87,6 +95,7 @@ def spec(dtype):
 CASES = [
     ("flip_add", {"score_mod": flip}, {}),
     ("square", {"score_mod": square}, {}),
+    ("floor_mod", {"score_mod": floor_mod}, {}),
     ("cube", {"score_mod": cube}, {}),
     ("batch_diagonal", {"score_mod": batch_diagonal}, {}),
     ("batch_rows", {"score_mod": batch_rows}, {}),

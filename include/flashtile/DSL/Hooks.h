@@ -24,7 +24,7 @@
 // or a float literal becomes a float, as in torch and the Python front end
 // (flashtile/_tracer.py): `s + slopes[h] * (k - q)` and `q * 0.5f` are f32.
 // Integer `/` and `%` truncate, as in C++ (Python's `/` of indices is a
-// float, its `//` floors). `&&`, `||` and `!` build i1 logic and do not
+// float, its `//` and `%` floor, as torch's do). `&&`, `||` and `!` build i1 logic and do not
 // short-circuit.
 //
 // Errors. A misuse (a type mismatch, a tensor that the spec does not
