@@ -15,10 +15,8 @@ namespace flashtile::attn::lowering {
 /// The descriptor of a tensor in global memory, chosen by its type alone:
 /// MLIR's memref descriptor of its rank (allocated and aligned pointer,
 /// offset, extents, strides; i64) with global pointers. The kernel lowering
-/// builds one per tensor argument from its parameters; a sequence tensor's
-/// batch extent is a parameter only where a hook reads the batch size
-/// (readsBatchSize), so readers take the block's batch from the grid and
-/// never read that extent.
+/// builds one per tensor argument from its parameters (a sequence
+/// tensor's batch extent is the batch parameter).
 mlir::LLVM::LLVMStructType getGlobalTensorDescType(mlir::MLIRContext *ctx,
                                                    int64_t rank);
 

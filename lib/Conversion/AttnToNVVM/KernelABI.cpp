@@ -192,6 +192,7 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     params.push_back(param(name, ParamType::Ptr,
                            isWorkspace(decl) ? K::Workspace : K::Data, name));
   }
+  params.push_back(sizeParam(abi::kBatchSize));
   for (const std::string &size : getTensorSizeNames(kernel)) {
     params.push_back(sizeParam(size));
     if (size == abi::kKeySide.rows)
@@ -233,8 +234,6 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
                                            : ParamType::I64;
     params.push_back(param(name, ptype, K::Scalar, name));
   }
-  if (readsBatchSize(kernel))
-    params.push_back(sizeParam(abi::kBatchSize));
   if (isPagedKV(kernel))
     for (const char *size : {kPageSizeSize, kNumPagesSize})
       params.push_back(sizeParam(size));
@@ -284,18 +283,11 @@ int64_t flashtile::getPagedKVParamIndex(KernelOp kernel) {
   return getParamIndex(kernel, kPageSizeSize);
 }
 
-bool flashtile::readsBatchSize(KernelOp kernel) {
-  return kernel
-      .walk([](SizeOp size) {
-        return size.getName() == abi::kBatchSize ? WalkResult::interrupt()
-                                         : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 int64_t flashtile::getBatchParamIndex(KernelOp kernel) {
   // "batch" is a reserved size name, so only the size parameter has it.
-  return getParamIndex(kernel, abi::kBatchSize);
+  int64_t index = getParamIndex(kernel, abi::kBatchSize);
+  assert(index >= 0 && "every kernel takes the batch size");
+  return index;
 }
 
 static Expr named(const char *name) { return Expr::named(name); }
@@ -517,7 +509,7 @@ std::array<Expr, 3> flashtile::getDiagonalTableGrid(const DiagonalTable &table) 
                                         Expr::constant(kDiagonalTableThreads));
   grid[kGridAxisHead] = formula::heads(table.term.usesHead);
   grid[kGridAxisBatch] =
-      table.term.usesBatch ? Expr::named("batch") : Expr::constant(1);
+      table.term.usesBatch ? Expr::named(abi::kBatchSize) : Expr::constant(1);
   return grid;
 }
 
@@ -666,7 +658,7 @@ void flashtile::describeKernelArguments(KernelOp kernel,
       a.dtype = toPlanDType(arg.getType());
     }
     if (static_cast<int64_t>(i) == pageTable)
-      a.shape = {Expr::named("batch"), Expr::named(kMaxPagesSize)};
+      a.shape = {Expr::named(abi::kBatchSize), Expr::named(kMaxPagesSize)};
     plan.arguments.push_back(std::move(a));
   }
 

@@ -67,8 +67,7 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       MemRefDescriptor desc = descriptor(t.rank, arg(t.pointer));
       // Extents: (batch, rows, heads, dim) or (batch, heads, rows).
       bool rank3 = t.rank == 3;
-      if (batchParam >= 0)
-        desc.setSize(rewriter, loc, 0, e.sext64(arg(batchParam)));
+      desc.setSize(rewriter, loc, 0, e.sext64(arg(batchParam)));
       desc.setSize(rewriter, loc, rank3 ? 2 : 1, e.sext64(arg(t.rows)));
       desc.setSize(rewriter, loc, rank3 ? 1 : 2, e.sext64(arg(t.heads)));
       if (!rank3)
@@ -98,11 +97,9 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next = getExtraTensorStrideParam(first, rank, rank);
       tensors.push_back(desc);
     }
-    // batch, paged KV's sizes, kv_splits and the workspaces are read by
-    // the ops that use them (getBatchParamIndex, getPagedKVParamIndex,
-    // getKVSplitsParamIndex, getWorkspaceParam).
-    if (readsBatchSize(op))
-      next += 1;
+    // Paged KV's sizes, kv_splits and the workspaces are read by the ops
+    // that use them (getPagedKVParamIndex, getKVSplitsParamIndex,
+    // getWorkspaceParam).
     if (isPagedKV(op))
       next += 2;
     if (hasKVSplits(op))

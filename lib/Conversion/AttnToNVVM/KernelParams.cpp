@@ -138,8 +138,8 @@ void lowering::annotateKernelFunc(LLVM::LLVMFuncOp func, KernelOp kernel) {
     func->setAttr(kWorkspaceParamsAttrName, b.getDictionaryAttr(workspaces));
   if (int64_t index = getKVSplitsParamIndex(kernel); index >= 0)
     func->setAttr(kKVSplitsParamAttrName, b.getI64IntegerAttr(index));
-  if (int64_t index = getBatchParamIndex(kernel); index >= 0)
-    func->setAttr(kBatchParamAttrName, b.getI64IntegerAttr(index));
+  func->setAttr(kBatchParamAttrName,
+                b.getI64IntegerAttr(getBatchParamIndex(kernel)));
   if (int64_t index = getPagedKVParamIndex(kernel); index >= 0) {
     int64_t table = kernel.getPageTableArg();
     func->setAttr(kPagedKVParamsAttrName,
@@ -175,8 +175,7 @@ Value lowering::getSplitRowsParam(Operation *op) {
 Value lowering::getBatchParam(Operation *op) {
   LLVM::LLVMFuncOp func = getKernelFunc(op);
   auto index = func->getAttrOfType<IntegerAttr>(kBatchParamAttrName);
-  assert(index && "the kernel lowering marks the batch parameter of a "
-                  "kernel whose hooks read it");
+  assert(index && "the kernel lowering marks the batch parameter");
   return func.getArgument(index.getInt());
 }
 

@@ -70,8 +70,7 @@ constexpr llvm::StringLiteral kKVSplitsParamAttrName = "attn.kv_splits_param";
 /// parameter (num_pages follows; getPagedKVParamIndex) and its block
 /// table's first parameter.
 constexpr llvm::StringLiteral kPagedKVParamsAttrName = "attn.paged_kv_params";
-/// The attribute that marks the batch parameter (kernels whose hooks read
-/// it; getBatchParamIndex).
+/// The attribute that marks the batch parameter (getBatchParamIndex).
 constexpr llvm::StringLiteral kBatchParamAttrName = "attn.batch_param";
 /// Puts these on `func`, an llvm.func that takes `kernel`'s parameters.
 void annotateKernelFunc(mlir::LLVM::LLVMFuncOp func, attn::KernelOp kernel);
@@ -84,7 +83,7 @@ bool hasKVSplitsParam(mlir::Operation *op);
 /// ceil(seqlen_q * G / tile_m): the query tiles of a packed kernel's split
 /// (KernelABI.h), from the parameters of the kernel `op` belongs to.
 mlir::Value getQueryTiles(Emitter &e, mlir::Operation *op);
-/// The batch parameter of the kernel `op` belongs to, whose hooks read it.
+/// The batch parameter of the kernel `op` belongs to.
 mlir::Value getBatchParam(mlir::Operation *op);
 /// The pointer of workspace `name` (KernelABI.h) in the llvm.func of `op`.
 mlir::Value getWorkspaceParam(mlir::Operation *op, llvm::StringRef name);

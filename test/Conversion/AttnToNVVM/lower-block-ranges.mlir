@@ -15,8 +15,8 @@
 // and thread 0 storing the pair's byte.
 // CHECK-LABEL: llvm.func @docs_kv_tiles(
 // CHECK-SAME:    %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %[[RANGES:[^ :]+]]: !llvm.ptr<1>, %[[TILES:[^ :]+]]: !llvm.ptr<1>)
-// CHECK-SAME:    attn.extra_params = array<i64: 24>
-// CHECK-SAME:    attn.workspace_params = {kv_ranges = 27 : i64, kv_tiles = 28 : i64}
+// CHECK-SAME:    attn.extra_params = array<i64: 25>
+// CHECK-SAME:    attn.workspace_params = {kv_ranges = 28 : i64, kv_tiles = 29 : i64}
 // CHECK-SAME:    nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK:         llvm.cond_br
 // CHECK-COUNT-16: llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32

@@ -12,12 +12,13 @@
 // default the forward's Q, K, V, O, LSE): a rank-4 one is (batch, rows,
 // heads, dim) with dim contiguous, a rank-3 one (batch, heads, rows) with
 // rows contiguous. Strides are in elements. The parameters begin with every
-// tensor's pointer, in order; then the sizes they are declared over, the
-// rows sizes first and then the heads sizes, each once, in the order the
-// tensors first name them (batch is not among them: see readsBatchSize);
+// tensor's pointer, in order; then the sizes: batch (getBatchParamIndex),
+// and those the tensors are declared over, the rows sizes first and then
+// the heads sizes, each once, in the order the tensors first name them;
 // then each tensor's strides but the unit one (batch, rows, heads; or
 // batch, heads); then the softmax scale. For the forward that is q, k, v,
-// o, lse, seqlen_q, seqlen_k, heads_q, heads_kv, 14 strides, softmax_scale.
+// o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, 14 strides,
+// softmax_scale.
 // A tensor declared "workspace" is not an argument but a plan workspace
 // (getTensorWorkspaces): its pointer is the workspace's and its strides are
 // values, those of a contiguous tensor of its sizes; its place in the list
@@ -137,13 +138,11 @@ plan::Expr getSeqlenK(attn::KernelOp kernel);
 /// The index in getKernelParams of page_size (num_pages follows), or -1.
 int64_t getPagedKVParamIndex(attn::KernelOp kernel);
 
-/// Whether a hook of `kernel` reads the batch size (attn.size "batch"). Such
-/// a kernel takes `batch` as an i32 parameter after the extra arguments
-/// (before page_size): every kernel of its plan reads it from there, since
-/// no grid axis carries it in all of them (the combine kernel's z is 1, and
-/// so is a diagonal table's whose term does not read b).
-bool readsBatchSize(attn::KernelOp kernel);
-/// The index in getKernelParams of `batch`, or -1.
+/// The index in getKernelParams of `batch`, the first size: every kernel of
+/// a plan reads the batch size (attn.size "batch", a tensor's batch extent)
+/// from there, since no grid axis carries it in all of them (the combine
+/// kernel's z is 1, and so is a diagonal table's whose term does not read
+/// b).
 int64_t getBatchParamIndex(attn::KernelOp kernel);
 
 /// The formulas a kernel's plan and its code share. Each is written once,
