@@ -192,7 +192,6 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     params.push_back(param(name, ParamType::Ptr,
                            isWorkspace(decl) ? K::Workspace : K::Data, name));
   }
-  params.push_back(sizeParam(abi::kBatchSize));
   for (const std::string &size : getTensorSizeNames(kernel)) {
     params.push_back(sizeParam(size));
     if (size == abi::kKeySide.rows)
@@ -259,6 +258,9 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     for (const char *workspace : {kPartialOWorkspace, kPartialLseWorkspace})
       params.push_back(
           param(workspace, ParamType::Ptr, K::Workspace, workspace));
+  // Last, so that the parameters every kernel had before the batch size
+  // was one keep their numbers (and the code ptxas makes of them).
+  params.push_back(sizeParam(abi::kBatchSize));
   return params;
 }
 

@@ -97,14 +97,15 @@ struct KernelOpLowering : public ConvertOpToLLVMPattern<KernelOp> {
       next = getExtraTensorStrideParam(first, rank, rank);
       tensors.push_back(desc);
     }
-    // Paged KV's sizes, kv_splits and the workspaces are read by the ops
-    // that use them (getPagedKVParamIndex, getKVSplitsParamIndex,
-    // getWorkspaceParam).
+    // Paged KV's sizes, kv_splits, the workspaces and batch are read by
+    // the ops that use them (getPagedKVParamIndex, getKVSplitsParamIndex,
+    // getWorkspaceParam, getBatchParamIndex).
     if (isPagedKV(op))
       next += 2;
     if (hasKVSplits(op))
       next += 2;
     next += getWorkspaceParamIndices(op).size();
+    next += 1;
     assert(next == static_cast<int64_t>(abi.size()) &&
            "every parameter is consumed");
 

@@ -14,9 +14,9 @@
 // mask on 64 * 32 / 256 = 8 positions per thread, two barrier reductions,
 // and thread 0 storing the pair's byte.
 // CHECK-LABEL: llvm.func @docs_kv_tiles(
-// CHECK-SAME:    %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %[[RANGES:[^ :]+]]: !llvm.ptr<1>, %[[TILES:[^ :]+]]: !llvm.ptr<1>)
-// CHECK-SAME:    attn.extra_params = array<i64: 25>
-// CHECK-SAME:    attn.workspace_params = {kv_ranges = 28 : i64, kv_tiles = 29 : i64}
+// CHECK-SAME:    %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %[[RANGES:[^ :]+]]: !llvm.ptr<1>, %[[TILES:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: i32)
+// CHECK-SAME:    attn.extra_params = array<i64: 24>
+// CHECK-SAME:    attn.workspace_params = {kv_ranges = 27 : i64, kv_tiles = 28 : i64}
 // CHECK-SAME:    nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>
 // CHECK:         llvm.cond_br
 // CHECK-COUNT-16: llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
@@ -39,7 +39,7 @@
 
 // The attention kernel reads the four fields of its (batch, query tile).
 // CHECK-LABEL: llvm.func @docs(
-// CHECK-SAME:    %[[KWS:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: !llvm.ptr<1>) attributes
+// CHECK-SAME:    %[[KWS:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: i32) attributes
 // CHECK:         llvm.getelementptr %[[KWS]]
 // CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 attn.kernel @docs arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = true>) attributes {smem_bytes = 16384 : i64, arg_names = ["doc_ids"], problem = #attn.problem<causal = true, window_left = -1, window_right = 0, softmax_scale = 1.250000e-01 : f32>} {

@@ -15,8 +15,8 @@
 // term at q = 0, k = entry - (padded seqlen_q - 1); the store only for
 // entries inside the row.
 // CHECK-LABEL: llvm.func @rel_diagonal_table(
-// CHECK-SAME:    %[[TABLE:[^ :]+]]: !llvm.ptr<1>)
-// CHECK-SAME:    attn.workspace_params = {diagonal_table = 30 : i64}
+// CHECK-SAME:    %[[TABLE:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: i32)
+// CHECK-SAME:    attn.workspace_params = {diagonal_table = 29 : i64}
 // CHECK-SAME:    nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>
 // CHECK-DAG:     nvvm.read.ptx.sreg.tid.x
 // CHECK-DAG:     nvvm.read.ptx.sreg.ctaid.y
@@ -31,10 +31,10 @@
 // of a thread shares the row address (one k - q base) and differs by an
 // immediate; then the score (times its scale) plus the entry.
 // MAIN-LABEL: llvm.func @rel(
-// MAIN-SAME:    attn.workspace_params = {diagonal_table = 30 : i64}
+// MAIN-SAME:    attn.workspace_params = {diagonal_table = 29 : i64}
 // MAIN-NOT:     lg2
 // MAIN-NOT:     llvm.intr.smin
-// MAIN:         %[[ORIGIN:.*]] = llvm.getelementptr %arg30[
+// MAIN:         %[[ORIGIN:.*]] = llvm.getelementptr %arg29[
 // MAIN:         %[[ROW:.*]] = llvm.getelementptr %[[ORIGIN]][
 // MAIN:         %[[AT:.*]] = llvm.getelementptr %[[ROW]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
 // MAIN-NEXT:    %[[ENTRY:.*]] = llvm.load %[[AT]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> f32

@@ -7,7 +7,7 @@
 !lse = memref<?x?x?xf32>
 
 // CHECK-LABEL: llvm.func @epilogue(
-// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32)
+// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32, %{{[^ :]+}}: i32)
 // CHECK:       %[[STAGE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
 // CHECK-NEXT:  %[[M_BLOCK:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 

@@ -70,7 +70,7 @@ attn.kernel @inverse_cube arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 
 !lse = memref<?x?x?xf32>
 
 // CHECK-LABEL: llvm.func @runtime_exponent(
-// CHECK-SAME:    %[[Y:[^ :]+]]: f32)
+// CHECK-SAME:    %[[Y:[^ :]+]]: f32, %{{[^ :]+}}: i32)
 // CHECK:       %[[ABS:.*]] = llvm.intr.fabs(%[[X:.*]]) : (f32) -> f32
 // CHECK:       nvvm.lg2.approx{{.*}}%[[ABS]]
 // CHECK:       %[[FLOOR:.*]] = llvm.intr.floor(%[[Y]]) : (f32) -> f32

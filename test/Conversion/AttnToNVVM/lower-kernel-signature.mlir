@@ -6,17 +6,17 @@
 !t = memref<?x?x?x64xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 
-// The parameters of KernelABI.h (the forward's tensors): Q, K, V, O, LSE
-// pointers; batch, seqlen_q, seqlen_k, heads_q, heads_kv; 3 strides each of Q, K, V, O and 2 of LSE;
-// the softmax scale. 8 warps are 256 threads.
+// The parameters of KernelABI.h (the forward's tensors): Q, K, V, O, LSE pointers; seqlen_q,
+// seqlen_k, heads_q, heads_kv; 3 strides each of Q, K, V, O and 2 of LSE;
+// the softmax scale; the batch size. 8 warps are 256 threads.
 // CHECK-LABEL: llvm.func @signature(
 // CHECK-SAME:    %[[Q:[^ :]+]]: !llvm.ptr<1>, %[[K:[^ :]+]]: !llvm.ptr<1>, %{{[^ :]+}}: !llvm.ptr<1>, %{{[^ :]+}}: !llvm.ptr<1>, %[[LSE:[^ :]+]]: !llvm.ptr<1>,
-// CHECK-SAME:    %[[BATCH:[^ :]+]]: i32, %[[SEQLEN_Q:[^ :]+]]: i32, %[[SEQLEN_K:[^ :]+]]: i32, %[[HEADS_Q:[^ :]+]]: i32, %[[HEADS_KV:[^ :]+]]: i32,
+// CHECK-SAME:    %[[SEQLEN_Q:[^ :]+]]: i32, %[[SEQLEN_K:[^ :]+]]: i32, %[[HEADS_Q:[^ :]+]]: i32, %[[HEADS_KV:[^ :]+]]: i32,
 // CHECK-SAME:    %[[Q_STRIDE_B:[^ :]+]]: i64, %[[Q_STRIDE_S:[^ :]+]]: i64, %[[Q_STRIDE_H:[^ :]+]]: i64,
 // CHECK-SAME:    %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64, %{{[^ :]+}}: i64,
-// CHECK-SAME:    %[[LSE_STRIDE_B:[^ :]+]]: i64, %[[LSE_STRIDE_H:[^ :]+]]: i64, %[[SCALE:[^ :]+]]: f32)
-// CHECK-SAME:    attributes {attn.arch = #attn.arch<sm_120>, attn.batch_param = 5 : i64, attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64,
-// CHECK-SAME:    attn.tensor_params = {batch = 5 : i64, heads_kv = 9 : i64, heads_q = 8 : i64, k = 1 : i64, k.stride_batch = 13 : i64, k.stride_head = 15 : i64, k.stride_seq = 14 : i64, lse = 4 : i64, lse.stride_batch = 22 : i64, lse.stride_head = 23 : i64, o = 3 : i64, o.stride_batch = 19 : i64, o.stride_head = 21 : i64, o.stride_seq = 20 : i64, q = 0 : i64, q.stride_batch = 10 : i64, q.stride_head = 12 : i64, q.stride_seq = 11 : i64, seqlen_k = 7 : i64, seqlen_q = 6 : i64, softmax_scale = 24 : i64, v = 2 : i64, v.stride_batch = 16 : i64, v.stride_head = 18 : i64, v.stride_seq = 17 : i64}, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
+// CHECK-SAME:    %[[LSE_STRIDE_B:[^ :]+]]: i64, %[[LSE_STRIDE_H:[^ :]+]]: i64, %[[SCALE:[^ :]+]]: f32, %[[BATCH:[^ :]+]]: i32)
+// CHECK-SAME:    attributes {attn.arch = #attn.arch<sm_120>, attn.batch_param = 24 : i64, attn.config = #attn.config<tile_m = 128, tile_n = 64, stages = 2, warps = 8, q_in_regs = false>, attn.extra_params = array<i64>, attn.smem_bytes = 49152 : i64,
+// CHECK-SAME:    attn.tensor_params = {heads_kv = 8 : i64, heads_q = 7 : i64, k = 1 : i64, k.stride_batch = 12 : i64, k.stride_head = 14 : i64, k.stride_seq = 13 : i64, lse = 4 : i64, lse.stride_batch = 21 : i64, lse.stride_head = 22 : i64, o = 3 : i64, o.stride_batch = 18 : i64, o.stride_head = 20 : i64, o.stride_seq = 19 : i64, q = 0 : i64, q.stride_batch = 9 : i64, q.stride_head = 11 : i64, q.stride_seq = 10 : i64, seqlen_k = 6 : i64, seqlen_q = 5 : i64, softmax_scale = 23 : i64, v = 2 : i64, v.stride_batch = 15 : i64, v.stride_head = 17 : i64, v.stride_seq = 16 : i64}, nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
 
 // Descriptors: each tensor's memref descriptor (getGlobalTensorDescType).
 // Q is (batch, seqlen_q, heads_q, 64) with strides (3 parameters, 1).

@@ -10,7 +10,7 @@
 // CHECK-LABEL: llvm.func @bf16_d64(
 // CHECK-SAME:    %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>,
 // CHECK-SAME:    %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32,
-// CHECK-SAME:    %{{.*}}: f32)
+// CHECK-SAME:    %{{.*}}: f32, %{{.*}}: i32)
 // CHECK-SAME:    nvvm.kernel
 // CHECK-SAME:    nvvm.maxntid = array<i32: 128, 1, 1>
 // CHECK:         nvvm.read.ptx.sreg.ctaid.x

@@ -9,7 +9,7 @@
 !lse = memref<?x?x?xf32>
 
 // CHECK-LABEL: llvm.func @softmax(
-// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32)
+// CHECK-SAME:    %[[SCALE:[^ :]+]]: f32, %{{[^ :]+}}: i32)
 // CHECK:       %[[M_BLOCK:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK:       %[[SQ64:.*]] = llvm.extractvalue %{{.*}}[3, 1] : !llvm.struct<(ptr<1>, ptr<1>, i64, array<4 x i64>, array<4 x i64>)>
 // CHECK-NEXT:  %[[SEQLEN_Q:.*]] = llvm.trunc %[[SQ64]] : i64 to i32

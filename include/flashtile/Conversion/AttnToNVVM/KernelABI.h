@@ -12,13 +12,12 @@
 // default the forward's Q, K, V, O, LSE): a rank-4 one is (batch, rows,
 // heads, dim) with dim contiguous, a rank-3 one (batch, heads, rows) with
 // rows contiguous. Strides are in elements. The parameters begin with every
-// tensor's pointer, in order; then the sizes: batch (getBatchParamIndex),
-// and those the tensors are declared over, the rows sizes first and then
-// the heads sizes, each once, in the order the tensors first name them;
-// then each tensor's strides but the unit one (batch, rows, heads; or
-// batch, heads); then the softmax scale. For the forward that is q, k, v,
-// o, lse, batch, seqlen_q, seqlen_k, heads_q, heads_kv, 14 strides,
-// softmax_scale.
+// tensor's pointer, in order; then the sizes they are declared over, the
+// rows sizes first and then the heads sizes, each once, in the order the
+// tensors first name them; then each tensor's strides but the unit one
+// (batch, rows, heads; or batch, heads); then the softmax scale. For the
+// forward that is q, k, v, o, lse, seqlen_q, seqlen_k, heads_q, heads_kv,
+// 14 strides, softmax_scale. The batch size comes last.
 // A tensor declared "workspace" is not an argument but a plan workspace
 // (getTensorWorkspaces): its pointer is the workspace's and its strides are
 // values, those of a contiguous tensor of its sizes; its place in the list
@@ -32,7 +31,8 @@
 //
 // Extra tensor arguments pass their pointer, then their extent and stride
 // (elements) per dimension, as i64; extra scalars pass their value. They
-// follow the softmax scale, in the kernel's order.
+// follow the softmax scale, in the kernel's order. Every kernel's last
+// parameter is the batch size (i32; getBatchParamIndex).
 //
 // A kernel with a run-time block mask (attn.block_ranges) takes two more
 // parameters after the extra arguments: the pointers of the `kv_ranges`
@@ -126,7 +126,7 @@ enum GridAxis : unsigned { kGridAxisMBlock = 0, kGridAxisHead, kGridAxisBatch };
 /// Paged KV (#attn.problem's page_table >= 0): K and V are page pools of
 /// `num_pages` pages of `page_size` rows (their first two extents), and the
 /// block table is (batch, `max_pages`). The kernel takes page_size and
-/// num_pages as two i32 parameters after the extra arguments'.
+/// num_pages as two i32 parameters after the extra arguments.
 inline constexpr const char *kPageSizeSize = "page_size";
 inline constexpr const char *kNumPagesSize = "num_pages";
 inline constexpr const char *kMaxPagesSize = "max_pages";
@@ -138,11 +138,13 @@ plan::Expr getSeqlenK(attn::KernelOp kernel);
 /// The index in getKernelParams of page_size (num_pages follows), or -1.
 int64_t getPagedKVParamIndex(attn::KernelOp kernel);
 
-/// The index in getKernelParams of `batch`, the first size: every kernel of
-/// a plan reads the batch size (attn.size "batch", a tensor's batch extent)
-/// from there, since no grid axis carries it in all of them (the combine
-/// kernel's z is 1, and so is a diagonal table's whose term does not read
-/// b).
+/// The index in getKernelParams of `batch`, the last parameter (an i32):
+/// every kernel of a plan reads the batch size (attn.size "batch", a
+/// tensor's batch extent) from there, since no grid axis carries it in all
+/// of them (the combine kernel's z is 1, and so is a diagonal table's whose
+/// term does not read b). It is last so that the parameters every kernel
+/// had before it was one keep their numbers (and the code ptxas makes of
+/// them).
 int64_t getBatchParamIndex(attn::KernelOp kernel);
 
 /// The formulas a kernel's plan and its code share. Each is written once,
@@ -169,9 +171,9 @@ plan::Expr diagonalTableOrigin(int64_t tileM);
 } // namespace formula
 
 /// The kernel's parameters, in order: the tensors', sizes and scale (see
-/// above), then the extra arguments', then batch when a hook reads it, then
-/// page_size and num_pages with paged KV, then kv_splits and the split rows
-/// with split-KV, then the workspaces.
+/// above), then the extra arguments', then page_size and num_pages with
+/// paged KV, then kv_splits and the split rows with split-KV, then the
+/// workspaces, then batch.
 std::vector<plan::Param> getKernelParams(attn::KernelOp kernel);
 
 /// The position in getKernelParams of each extra argument's first

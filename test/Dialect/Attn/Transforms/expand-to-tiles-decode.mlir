@@ -29,10 +29,10 @@
 // the attention kernel marks kv_splits; the block's split is x / query
 // tiles and its query tile x mod query tiles.
 // NVVM-LABEL: llvm.func @decode_combine(
-// NVVM-SAME:    %{{[^:]*}}: f32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>)
+// NVVM-SAME:    %{{[^:]*}}: f32, %{{[^:]*}}: i32, %{{[^:]*}}: i32, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: !llvm.ptr<1>, %{{[^:]*}}: i32)
 // NVVM:         nvvm.shfl.sync bfly
 // NVVM-LABEL: llvm.func @decode(
-// NVVM-SAME:    attn.kv_splits_param = 25 : i64
+// NVVM-SAME:    attn.kv_splits_param = 24 : i64
 // NVVM:         %[[X:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // NVVM:         llvm.urem %[[X]], %{{.*}} : i32
 // NVVM:         llvm.udiv %{{.*}}, %{{.*}} : i32

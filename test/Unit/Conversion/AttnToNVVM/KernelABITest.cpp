@@ -44,7 +44,6 @@ TEST(KernelABITest, ForwardParameters) {
                                        "v",
                                        "o",
                                        "lse",
-                                       "batch",
                                        "seqlen_q",
                                        "seqlen_k",
                                        "heads_q",
@@ -69,26 +68,28 @@ TEST(KernelABITest, ForwardParameters) {
                                        "slopes.size1",
                                        "slopes.stride0",
                                        "slopes.stride1",
-                                       "cap"};
+                                       "cap",
+                                       "batch"};
   EXPECT_EQ(names(params, params.size()), expected);
-  EXPECT_EQ(getNumTensorParams(*kernel), 25);
-  // Every kernel takes the batch size, the first size.
-  EXPECT_EQ(getBatchParamIndex(*kernel), 5);
+  EXPECT_EQ(getNumTensorParams(*kernel), 24);
   EXPECT_EQ(params[5].source.kind, plan::ParamSource::Kind::Value);
-  EXPECT_EQ(params[6].source.kind, plan::ParamSource::Kind::Value);
-  EXPECT_EQ(params[21].source.arg, "o");
-  EXPECT_EQ(params[21].source.index, 2);
-  EXPECT_EQ(params[23].source.arg, "lse");
-  EXPECT_EQ(params[23].source.index, 1);
-  EXPECT_EQ(params[24].type, plan::ParamType::F32);
+  EXPECT_EQ(params[20].source.arg, "o");
+  EXPECT_EQ(params[20].source.index, 2);
+  EXPECT_EQ(params[22].source.arg, "lse");
+  EXPECT_EQ(params[22].source.index, 1);
+  EXPECT_EQ(params[23].type, plan::ParamType::F32);
+  EXPECT_EQ(params[29].type, plan::ParamType::I32);
+  // Every kernel takes the batch size, after the extra arguments.
+  EXPECT_EQ(getBatchParamIndex(*kernel), 30);
   EXPECT_EQ(params[30].type, plan::ParamType::I32);
+  EXPECT_EQ(params[30].source.kind, plan::ParamSource::Kind::Value);
   TensorParams lse = getTensorParams(*kernel, "lse");
   EXPECT_EQ(lse.rank, 3);
   EXPECT_EQ(lse.pointer, 4);
-  EXPECT_EQ(lse.rows, 6);
-  EXPECT_EQ(lse.heads, 8);
-  EXPECT_EQ(lse.strides, (std::vector<int64_t>{22, 23}));
-  EXPECT_EQ(getParamIndex(*kernel, "softmax_scale"), 24);
+  EXPECT_EQ(lse.rows, 5);
+  EXPECT_EQ(lse.heads, 7);
+  EXPECT_EQ(lse.strides, (std::vector<int64_t>{21, 22}));
+  EXPECT_EQ(getParamIndex(*kernel, "softmax_scale"), 23);
   EXPECT_EQ(getParamIndex(*kernel, "dq"), -1);
 }
 
@@ -125,7 +126,6 @@ TEST(KernelABITest, DeclaredTensors) {
                                        "do",
                                        "d",
                                        "dq",
-                                       "batch",
                                        "seqlen_k",
                                        "seqlen_q",
                                        "heads_kv",
@@ -144,11 +144,12 @@ TEST(KernelABITest, DeclaredTensors) {
                                        "softmax_scale",
                                        "bias",
                                        "bias.size0",
-                                       "bias.stride0"};
+                                       "bias.stride0",
+                                       "batch"};
   EXPECT_EQ(names(params, params.size()), expected);
   TensorParams d = getTensorParams(kernel, "d");
-  EXPECT_EQ(d.rows, 6);
-  EXPECT_EQ(d.heads, 8);
+  EXPECT_EQ(d.rows, 5);
+  EXPECT_EQ(d.heads, 7);
 
   plan::LaunchPlan plan;
   describeKernelArguments(kernel, plan);
