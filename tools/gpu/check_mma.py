@@ -115,6 +115,30 @@ def main():
     return 0 if results and all(results) else 1
 
 
+def attention_inputs(gen, dev, B, H, HKV, SQ, SK, D):
+    """The tile programs' declared q, k (bf16; k serves as v) and their
+    unused o and lse."""
+    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
+    return q, k, torch.empty_like(q), torch.empty(B, H, SQ, device=dev)
+
+
+def report(label, out, ref, bound):
+    """One result line: the relative max error of `out` (on the GPU or not)
+    against the float64 or integer `ref` (exact when `bound` is 0), and a
+    NaN left by the poison fails it."""
+    out = out.cpu()
+    if bound == 0:
+        err = (out.long() - ref).abs().max().item()
+    elif torch.isnan(out.double()).any().item():
+        err = float("inf")
+    else:
+        err = ((out.double() - ref).abs().max() / ref.abs().max()).item()
+    ok = err <= bound
+    print(f"{label:34} {err:10.2e} {bound:10.2e}  {'PASS' if ok else 'FAIL'}")
+    return ok
+
+
 def check_compiled_tiles(folder, dev):
     """The tile programs of tools/gpu/tiles against torch (see the module
     docstring); one result per program."""
@@ -130,9 +154,7 @@ def check_compiled_tiles(folder, dev):
     gen = torch.Generator().manual_seed(26)
     S, D = 165, 64
     # Q sets the grid (ceil(S / 64) blocks); K, V, O and the LSE are unused.
-    q = torch.randn(1, S, 1, D).to(dev, torch.bfloat16)
-    o = torch.empty_like(q)
-    lse = torch.empty(1, 1, S, device=dev)
+    q, _, o, lse = attention_inputs(gen, dev, 1, 1, 1, S, S, D)
     results = []
     print(f"{'compiled tile program':34} {'max err':>10} {'bound':>10}  result")
     for name, dtype in (("mma_s8", torch.int8),
@@ -165,17 +187,8 @@ def check_compiled_tiles(folder, dev):
             ref = a.double().cpu() @ b.double().cpu().T
         kernel(q, q, q, o=o, lse=lse, a=a, b=b, d=d)
         torch.cuda.synchronize()
-        if dtype == torch.int8:
-            err = (d.long().cpu() - ref).abs().max().item()
-            bound = 0
-        else:
-            out = d.double().cpu()
-            err = ((out - ref).abs().max() / ref.abs().max()).item()
-            bound = 1e-5 * 4
-        ok = err <= bound and not torch.isnan(d.double()).any().item()
-        results.append(ok)
-        print(f"{name:34} {err:10.2e} {bound:10.2e}  "
-              f"{'PASS' if ok else 'FAIL'}")
+        results.append(report(name, d, ref,
+                              0 if dtype == torch.int8 else 1e-5 * 4))
     results += check_declared_stores(folder, dev, gen, runtime)
     results.append(check_key_grid(folder, dev, gen, runtime))
     results.append(check_family(folder, dev, gen, runtime))
@@ -190,9 +203,7 @@ def check_copy_rank4(folder, dev, gen, runtime):
     heads, 150 rows (the last tile partial, zero-filled)."""
     B, H, S, D = 2, 3, 150, 64
     kernel = runtime.load(os.path.join(folder, "mma_s8_rank4.plan.json"))
-    q = torch.randn(B, S, H, D, generator=gen).to(dev, torch.bfloat16)
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, S, device=dev)
+    q, _, o, lse = attention_inputs(gen, dev, B, H, H, S, S, D)
     a = torch.randint(-128, 128, (B, S, H, D), generator=gen,
                       dtype=torch.int8)
     b = torch.randint(-128, 128, (B, D, H, D), generator=gen,
@@ -201,11 +212,7 @@ def check_copy_rank4(folder, dev, gen, runtime):
     kernel(q, q, q, o=o, lse=lse, a=a.to(dev), b=b.to(dev), d=d)
     torch.cuda.synchronize()
     ref = torch.einsum("bihc,bjhc->bihj", a.long(), b.long())
-    err = (d.long().cpu() - ref).abs().max().item()
-    ok = err == 0
-    print(f"{'copy_tile rank-4 (s8)':34} {err:10.2e} {0:10.2e}  "
-          f"{'PASS' if ok else 'FAIL'}")
-    return ok
+    return report("copy_tile rank-4 (s8)", d, ref, 0)
 
 
 def check_family(folder, dev, gen, runtime):
@@ -214,27 +221,19 @@ def check_family(folder, dev, gen, runtime):
     launch (the workspace is zeroed per launch, not accumulated across)."""
     B, H, HKV, SQ, SK, D = 2, 4, 2, 150, 80, 64
     kernel = runtime.load(os.path.join(folder, "family_accumulate.plan.json"))
-    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
-    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, SQ, device=dev)
+    q, k, o, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
     ref = 2 * torch.einsum("bihc,bjhc->bihj", q.double().cpu(),
                            k[:, :64].double().cpu().repeat_interleave(
                                H // HKV, dim=2))
-    errs = []
-    for _ in range(2):
+    results = []
+    for launch in (1, 2):
         s = torch.full((B, SQ, H, D), float("nan"), device=dev,
                        dtype=torch.bfloat16)
         kernel(q, k, k, o=o, lse=lse, s=s)
         torch.cuda.synchronize()
-        out = s.double().cpu()
-        errs.append(float("inf") if torch.isnan(out).any().item() else
-                    ((out - ref).abs().max() / ref.abs().max()).item())
-    bound = 2 ** -8
-    ok = all(e <= bound for e in errs)
-    print(f"{'family (2 kernels, workspace) x2':34} {max(errs):10.2e} "
-          f"{bound:10.2e}  {'PASS' if ok else 'FAIL'}")
-    return ok
+        results.append(report(f"family (2 kernels, workspace) #{launch}", s,
+                              ref, 2 ** -8))
+    return all(results)
 
 
 def check_key_grid(folder, dev, gen, runtime):
@@ -245,10 +244,7 @@ def check_key_grid(folder, dev, gen, runtime):
     the last partial), seqlen_q 200."""
     B, H, HKV, SQ, SK, D = 2, 4, 2, 200, 150, 64
     kernel = runtime.load(os.path.join(folder, "key_grid.plan.json"))
-    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
-    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, SQ, device=dev)
+    q, k, o, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
     t = torch.full((B, SK, HKV, D), float("nan"), device=dev)
     kernel(q, k, k, o=o, lse=lse, t=t)
     torch.cuda.synchronize()
@@ -259,13 +255,7 @@ def check_key_grid(folder, dev, gen, runtime):
     # (b, j, c, h_kv, d) -> sum over j of K Q_j^T
     qj = first.reshape(B, tiles, 64, HKV, D).sum(1)
     ref = torch.einsum("bihd,bchd->bihc", k.double().cpu(), qj)
-    out = t.double().cpu()
-    err = ((out - ref).abs().max() / ref.abs().max()).item()
-    bound = 1e-5 * 4
-    ok = err <= bound and not torch.isnan(out).any().item()
-    print(f"{'key_grid (grid = keys)':34} {err:10.2e} {bound:10.2e}  "
-          f"{'PASS' if ok else 'FAIL'}")
-    return ok
+    return report("key_grid (grid = keys)", t, ref, 1e-5 * 4)
 
 
 def check_declared_stores(folder, dev, gen, runtime):
@@ -276,10 +266,7 @@ def check_declared_stores(folder, dev, gen, runtime):
     zero columns). One result per output."""
     B, H, HKV, SQ, SK, D = 2, 2, 1, 165, 50, 64
     kernel = runtime.load(os.path.join(folder, "store_declared.plan.json"))
-    q = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
-    k = torch.randn(B, SK, HKV, D, generator=gen).to(dev, torch.bfloat16)
-    o = torch.empty_like(q)
-    lse = torch.empty(B, H, SQ, device=dev)
+    q, k, o, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
     start = torch.randn(B, SQ, H, D, generator=gen).to(dev)
     dq = start.clone()
     s = torch.full((B, SQ, H, D), float("nan"), device=dev,
@@ -292,19 +279,11 @@ def check_declared_stores(folder, dev, gen, runtime):
     # ref[b, i, h, j] = sum_c q[b, i, h, c] k[b, j, h / G, c]
     ref = torch.einsum("bihc,bjhc->bihj", q.double().cpu(),
                        kk.repeat_interleave(H // HKV, dim=2))
-    checks = (("store_declared dq (atomic)", dq.double().cpu(),
-               start.double().cpu() + 2 * ref, 1e-5 * 4),
-              ("store_declared s (bf16)", s.double().cpu(), ref, 2 ** -8),
-              ("store_declared rowsum", rowsum.double().cpu(),
-               ref.sum(-1).transpose(1, 2), 1e-5 * 4))
-    results = []
-    for label, out, expected, bound in checks:
-        err = ((out - expected).abs().max() / expected.abs().max()).item()
-        ok = err <= bound and not torch.isnan(out).any().item()
-        results.append(ok)
-        print(f"{label:34} {err:10.2e} {bound:10.2e}  "
-              f"{'PASS' if ok else 'FAIL'}")
-    return results
+    return [report("store_declared dq (atomic)", dq,
+                   start.double().cpu() + 2 * ref, 1e-5 * 4),
+            report("store_declared s (bf16)", s, ref, 2 ** -8),
+            report("store_declared rowsum", rowsum,
+                   ref.sum(-1).transpose(1, 2), 1e-5 * 4)]
 
 
 if __name__ == "__main__":
