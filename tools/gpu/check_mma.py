@@ -13,8 +13,9 @@ tools/gpu/tiles (.gpu/kernels/tiles, from build_kernels.sh), launched by
 FlashTile's runtime: attn.copy_tile brings A and B into shared memory,
 attn.mma multiplies them (s8, e4m3, e5m2 on m16n8k32; bf16 with A read
 transposed), attn.store_tile writes D (or adds it with f32 atomics), and
-into declared rank-4 and rank-3 tensors (tiles/store_declared.mlir). The
-outputs are poisoned first; S = 165 rows leaves the last block partial, so
+into declared rank-4 and rank-3 tensors (tiles/store_declared.mlir); and
+the backward's D = rowsum(dO * O) (tiles/bwd_preprocess.mlir, attn.load_tile
+widening bf16). The outputs are poisoned first; S = 165 rows leaves the last block partial, so
 the zero-filled rows and the bounds of the stores are exercised too.
 
     python3 tools/gpu/check_mma.py [--gpu-dir .gpu]
@@ -193,7 +194,24 @@ def check_compiled_tiles(folder, dev):
     results.append(check_key_grid(folder, dev, gen, runtime))
     results.append(check_family(folder, dev, gen, runtime))
     results.append(check_copy_rank4(folder, dev, gen, runtime))
+    results.append(check_bwd_preprocess(folder, dev, gen, runtime))
     return results
+
+
+def check_bwd_preprocess(folder, dev, gen, runtime):
+    """tools/gpu/tiles/bwd_preprocess.mlir: the backward's D =
+    rowsum(dO * O) from bf16 O and dO widened into f32 tiles; GQA shapes,
+    2 sequences, seqlen_q 150 (the last tile partial), d poisoned."""
+    B, H, HKV, SQ, SK, D = 2, 4, 2, 150, 80, 64
+    kernel = runtime.load(os.path.join(folder, "bwd_preprocess.plan.json"))
+    q, k, o, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
+    o = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    do = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
+    d = torch.full((B, H, SQ), float("nan"), device=dev)
+    kernel(q, k, k, o=o, lse=lse, do=do, d=d)
+    torch.cuda.synchronize()
+    ref = (do.double().cpu() * o.double().cpu()).sum(-1).transpose(1, 2)
+    return report("bwd preprocess D = rowsum(dO*O)", d, ref, 1e-5 * 4)
 
 
 def check_copy_rank4(folder, dev, gen, runtime):

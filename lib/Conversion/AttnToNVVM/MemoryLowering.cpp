@@ -407,7 +407,9 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
           colExtent = view.colExtent, rowStride = view.rowStride,
           colStride = view.colStride, base = view.base;
     Type element = type.getElementType();
-    int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+    // What the tensor stores: the tile's type, or a 16-bit float widened.
+    Type stored = srcType.getElementType();
+    int64_t bytes = stored.getIntOrFloatBitWidth() / 8;
     Value zero = isa<FloatType>(element)
                      ? LLVM::ConstantOp::create(rewriter, loc, element,
                                                 rewriter.getF32FloatAttr(0))
@@ -434,8 +436,10 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                                              e.mul64(col, colStride)));
           at = e.select(inRange, at, e.i64(0));
           Value loaded = LLVM::LoadOp::create(
-              rewriter, loc, element, e.gep(base, e.mul64(at, e.i64(bytes))),
+              rewriter, loc, stored, e.gep(base, e.mul64(at, e.i64(bytes))),
               bytes);
+          if (stored != element)
+            loaded = LLVM::FPExtOp::create(rewriter, loc, element, loaded);
           values[FragmentLayout::accIndex(i, j, r, nTiles)] =
               e.select(inRange, loaded, zero);
         }

@@ -965,9 +965,14 @@ LogicalResult LoadTileOp::verify() {
                          << src;
   if (failed(verifyIndexCount(*this, src, getIndices())))
     return failure();
-  if (src.getElementType() != element)
+  // A 16-bit float tensor widens into an f32 accumulator (the backward's
+  // dO and O).
+  Type stored = src.getElementType();
+  bool widens = element.isF32() && (stored.isF16() || stored.isBF16());
+  if (stored != element && !widens)
     return emitOpError() << "loads " << element << " from a tensor of "
-                         << src.getElementType();
+                         << stored << " (an f32 tile reads f32, f16 or bf16; "
+                         << "an i32 tile reads i32)";
   if (role != "in" && role != "workspace")
     return emitOpError() << "reads tensor '" << name << "', whose role is '"
                          << role

@@ -1236,6 +1236,17 @@ attn.kernel @load_tile_bf16 arch(#attn.arch<sm_120>) attributes {tensors = [#att
 
 // -----
 
+// A 16-bit float tensor widens into an f32 tile only.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @load_tile_i32_from_bf16 arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"x", "in", "seqlen_q", "heads_q">]} {
+^bb0(%x: !t):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{loads 'i32' from a tensor of 'bf16' (an f32 tile reads f32, f16 or bf16; an i32 tile reads i32)}}
+  %y = attn.load_tile %x[%c0, %c0, %c0, %c0] : !t -> !attn.frag<64x64xi32>
+}
+
+// -----
+
 // expected-error @below {{lists @nowhere, which is no attn.kernel of the module}}
 attn.family @lost kernels [@nowhere]
 

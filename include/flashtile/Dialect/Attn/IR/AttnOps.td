@@ -967,10 +967,12 @@ def Attn_LoadTileOp : Attn_Op<"load_tile"> {
   let summary = "Loads an accumulator tile of a tensor of the kernel into registers";
   let description = [{
     The mirror of attn.store_tile: each thread reads its elements of an
-    M x N accumulator (`acc` layout, the element type of `src`, f32 or
-    i32) from a 2-d tensor at `[row, col]` or a (batch, rows, heads, dim)
-    tensor at `[batch, row, head, col]`, with no shared memory; elements
-    outside the tensor's extents read 0. `src` is a tensor argument of the
+    M x N accumulator (`acc` layout, f32 or i32) from a 2-d tensor at
+    `[row, col]` or a (batch, rows, heads, dim) tensor at `[batch, row,
+    head, col]`, with no shared memory; elements outside the tensor's
+    extents read 0. An f32 tile reads an f32 tensor, or an f16 or bf16 one
+    widened (the backward's dO and O for D = rowsum(dO * O)); an i32 tile
+    reads i32. `src` is a tensor argument of the
     kernel (a declared tensor or an extra tensor) of role "in", or a
     workspace: how a family's later kernel reads what an earlier one
     accumulated (the backward's dQ convert).
