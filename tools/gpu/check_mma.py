@@ -204,7 +204,7 @@ def check_bwd_preprocess(folder, dev, gen, runtime):
     2 sequences, seqlen_q 150 (the last tile partial), d poisoned."""
     B, H, HKV, SQ, SK, D = 2, 4, 2, 150, 80, 64
     kernel = runtime.load(os.path.join(folder, "bwd_preprocess.plan.json"))
-    q, k, o, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
+    q, k, _, lse = attention_inputs(gen, dev, B, H, HKV, SQ, SK, D)
     o = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
     do = torch.randn(B, SQ, H, D, generator=gen).to(dev, torch.bfloat16)
     d = torch.full((B, H, SQ), float("nan"), device=dev)

@@ -272,6 +272,30 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
   }
 };
 
+/// The tensor coordinates of element 0 of this lane's first tile of an
+/// accumulator (`c`, the C fragment) with `rows` rows whose tile starts at
+/// the row and (unless `colDim` is none: a row state) the column that
+/// `indices` give: a lane's offset within a C tile is linear in (g, t).
+static std::pair<Value, Value>
+getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
+                  ValueRange indices, int64_t rowDim,
+                  std::optional<int64_t> colDim) {
+  Emitter &e = ctx.e;
+  ThreadCoords &thread = ctx.thread();
+  auto [originRow, originCol] = c.getCoord(0, 0);
+  int64_t rowPerG = c.getCoord(4, 0).first - originRow;
+  int64_t colPerT = c.getCoord(1, 0).second - originCol;
+  Value laneRow = e.add(e.mul(thread.warp, ctx.layout.rowsPerWarp(rows)),
+                        e.mul(thread.g, rowPerG));
+  Value firstRow =
+      e.add64(e.sext64(indices[rowDim]), e.sext64(laneRow));
+  Value firstCol;
+  if (colDim)
+    firstCol = e.add64(e.sext64(indices[*colDim]),
+                       e.sext64(e.mul(thread.t, colPerT)));
+  return {firstRow, firstCol};
+}
+
 /// A register tile into a tensor of the kernel, each thread its own
 /// elements at the coordinates of the fragment tables, with no shared
 /// memory: a store (rounded to the tensor's type), or with `accumulate` an
@@ -294,30 +318,22 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     int64_t cols = rowState ? 1 : type.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), nTiles = rowState ? 1 : cols / 8;
     MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
-    // A lane's offset within a C tile is linear in (g, t).
-    auto [originRow, originCol] = c.getCoord(0, 0);
-    int64_t rowPerG = c.getCoord(4, 0).first - originRow;
-    int64_t colPerT = c.getCoord(1, 0).second - originCol;
 
     MemRefType dstType = op.getDst().getType();
-    int64_t rowDim = op.getRowDim(), colDim = op.getColDim();
+    int64_t rowDim = op.getRowDim();
+    std::optional<int64_t> colDim;
+    if (!rowState)
+      colDim = op.getColDim();
     TensorTileView view(e, rewriter, loc, adaptor.getDst(),
-                        adaptor.getIndices(), rowDim,
-                        rowState ? std::nullopt : std::optional(colDim));
+                        adaptor.getIndices(), rowDim, colDim);
     Value offset = view.offset, rowExtent = view.rowExtent,
           rowStride = view.rowStride, colExtent = view.colExtent,
           colStride = view.colStride, base = view.base;
     Type stored = dstType.getElementType();
     int64_t storedBytes = dstType.getElementTypeBitWidth() / 8;
 
-    Value laneRow = e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
-                          e.mul(thread.g, rowPerG));
-    Value firstRow = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
-                             e.sext64(laneRow));
-    Value firstCol;
-    if (!rowState)
-      firstCol = e.add64(e.sext64(adaptor.getIndices()[colDim]),
-                         e.sext64(e.mul(thread.t, colPerT)));
+    auto [firstRow, firstCol] =
+        getLaneTileOrigin(ctx, c, rows, adaptor.getIndices(), rowDim, colDim);
     // A row's value is held by its whole quad; its first lane writes it.
     Value writer =
         rowState ? e.cmp(LLVM::ICmpPredicate::eq, thread.t, e.i32(0)) : Value();
@@ -391,13 +407,9 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
     FragType type = op.getResult().getType();
     const FragmentLayout &layout = ctx.layout;
     Emitter &e = ctx.e;
-    ThreadCoords &thread = ctx.thread();
     int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
     int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
     MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
-    auto [originRow, originCol] = c.getCoord(0, 0);
-    int64_t rowPerG = c.getCoord(4, 0).first - originRow;
-    int64_t colPerT = c.getCoord(1, 0).second - originCol;
 
     MemRefType srcType = op.getSrc().getType();
     int64_t rowDim = getTileRowDim(srcType), colDim = srcType.getRank() - 1;
@@ -416,12 +428,8 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                            .getResult()
                      : e.i32(0);
 
-    Value laneRow = e.add(e.mul(thread.warp, layout.rowsPerWarp(rows)),
-                          e.mul(thread.g, rowPerG));
-    Value firstRow = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
-                             e.sext64(laneRow));
-    Value firstCol = e.add64(e.sext64(adaptor.getIndices()[colDim]),
-                             e.sext64(e.mul(thread.t, colPerT)));
+    auto [firstRow, firstCol] =
+        getLaneTileOrigin(ctx, c, rows, adaptor.getIndices(), rowDim, colDim);
     SmallVector<Value> values(layout.numValues(type));
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)

@@ -288,7 +288,8 @@ attn::differentiateScoreMod(OpBuilder &b, Region &scoreMod, ValueRange args,
       continue;
     Value y = clone->getResult(0);
     Value ybar = a.get(y);
-    if (!ybar || isa<memref::LoadOp>(clone) || passesNoGradient(clone))
+    // Only active ops have adjoints; a read's is its result.
+    if (!ybar || isa<memref::LoadOp>(clone))
       continue;
     if (failed(propagate(clone, y, ybar, a)))
       return original->emitOpError()

@@ -910,23 +910,37 @@ static LogicalResult verifyIndexCount(Operation *op, MemRefType type,
                            << type << ", got " << indices.size();
 }
 
-LogicalResult CopyTileOp::verify() {
-  MemRefType src = getSrc().getType(), dst = getDst().getType();
-  auto accessed = getAccessedTensor(*this, "the source", getSrc());
+/// The source of a tile read (attn.copy_tile, attn.load_tile, whose
+/// `verb` it is): a tensor argument of the kernel, 2-d or (batch, rows,
+/// heads, dim), indexed in every dimension, that the kernel reads (an input
+/// or a workspace).
+static LogicalResult verifyTileSource(Operation *op, StringRef verb,
+                                      Value src, ValueRange indices) {
+  auto accessed = getAccessedTensor(op, "the source", src);
   if (failed(accessed))
     return failure();
   auto [name, role] = *accessed;
-  int64_t rank = src.getRank();
+  auto type = cast<MemRefType>(src.getType());
+  int64_t rank = type.getRank();
   if (rank != 2 && rank != 4)
-    return emitOpError() << "copies a tile of a 2-d or (batch, rows, heads, "
-                            "dim) tensor, got "
-                         << src;
-  if (failed(verifyIndexCount(*this, src, getIndices())))
+    return op->emitOpError() << verb
+                             << " a tile of a 2-d or (batch, rows, heads, "
+                                "dim) tensor, got "
+                             << type;
+  if (failed(verifyIndexCount(op, type, indices)))
     return failure();
   if (role != "in" && role != "workspace")
-    return emitOpError() << "reads tensor '" << name << "', whose role is '"
-                         << role << "'; a kernel reads its inputs and "
-                                    "workspaces";
+    return op->emitOpError()
+           << "reads tensor '" << name << "', whose role is '" << role
+           << "'; a kernel reads its inputs and workspaces (what it writes, "
+              "other blocks may still be writing)";
+  return success();
+}
+
+LogicalResult CopyTileOp::verify() {
+  MemRefType src = getSrc().getType(), dst = getDst().getType();
+  if (failed(verifyTileSource(*this, "copies", getSrc(), getIndices())))
+    return failure();
   if (src.getElementType() != dst.getElementType())
     return emitOpError() << "copies " << src.getElementType() << " into a "
                          << dst.getElementType() << " buffer";
@@ -954,16 +968,7 @@ LogicalResult LoadTileOp::verify() {
   if (value.getRank() != 2 || !value.isAccumulator() ||
       !(element.isF32() || element.isInteger(32)))
     return emitOpError() << "loads an f32 or i32 accumulator, got " << value;
-  auto accessed = getAccessedTensor(*this, "the source", getSrc());
-  if (failed(accessed))
-    return failure();
-  auto [name, role] = *accessed;
-  int64_t rank = src.getRank();
-  if (rank != 2 && rank != 4)
-    return emitOpError() << "loads a tile of a 2-d or (batch, rows, heads, "
-                            "dim) tensor, got "
-                         << src;
-  if (failed(verifyIndexCount(*this, src, getIndices())))
+  if (failed(verifyTileSource(*this, "loads", getSrc(), getIndices())))
     return failure();
   // A 16-bit float tensor widens into an f32 accumulator (the backward's
   // dO and O).
@@ -973,12 +978,6 @@ LogicalResult LoadTileOp::verify() {
     return emitOpError() << "loads " << element << " from a tensor of "
                          << stored << " (an f32 tile reads f32, f16 or bf16; "
                          << "an i32 tile reads i32)";
-  if (role != "in" && role != "workspace")
-    return emitOpError() << "reads tensor '" << name << "', whose role is '"
-                         << role
-                         << "'; a kernel reads its inputs and workspaces "
-                            "(what it writes, other blocks may still be "
-                            "writing)";
   if (getKvWarps(*this) != 1)
     return emitOpError() << "loads a tile in a kernel with KV warps";
   return success();
