@@ -195,6 +195,62 @@ def check_compiled_tiles(folder, dev):
     results.append(check_family(folder, dev, gen, runtime))
     results.append(check_copy_rank4(folder, dev, gen, runtime))
     results.append(check_bwd_preprocess(folder, dev, gen, runtime))
+    results += check_bwd_causal(folder, dev, gen, runtime)
+    return results
+
+
+def attention_grads(q, k, v, do, scale, causal):
+    """The float64 reference of the backward: O, LSE (natural log, -inf
+    for a row that sees no key) and dQ, dK, dV by autograd of the eager
+    attention (causal bottom-right aligned, FlashAttention-2's convention;
+    a row with no key has O = 0 and no gradient)."""
+    B, SQ, H, D = q.shape
+    SK, HKV = k.shape[1], k.shape[2]
+    qd, kd, vd = (x.detach().double().cpu().requires_grad_() for x in (q, k, v))
+    kk = kd.repeat_interleave(H // HKV, dim=2)
+    vv = vd.repeat_interleave(H // HKV, dim=2)
+    s = torch.einsum("bihd,bjhd->bhij", qd, kk) * scale
+    keep = torch.ones(SQ, SK, dtype=torch.bool)
+    if causal:
+        i = torch.arange(SQ)[:, None]
+        j = torch.arange(SK)[None, :]
+        keep = j <= i + SK - SQ
+    seen = keep.any(-1)[:, None]  # rows with at least one key
+    s = torch.where(keep, s, torch.where(seen, float("-inf"), 0.0))
+    p = torch.where(seen, torch.softmax(s, -1), 0.0)
+    o = torch.einsum("bhij,bjhd->bihd", p, vv)
+    lse = torch.where(seen[:, 0], torch.logsumexp(s, -1), float("-inf"))
+    dq, dk, dv = torch.autograd.grad(o, (qd, kd, vd), do.double().cpu())
+    return o.detach(), lse.detach(), dq, dk, dv
+
+
+def check_bwd_causal(folder, dev, gen, runtime):
+    """tools/gpu/tiles/bwd_causal.mlir: the causal backward family
+    (preprocess, key-parallel main with dQ through f32 atomics, convert)
+    against float64 autograd; gradients poisoned first. Partial tiles on
+    both sides, seqlen_q < seqlen_k, and seqlen_q > seqlen_k, whose first
+    rows see no key (zero gradients, no NaN); two launches (the workspaces
+    are zeroed per launch)."""
+    kernel = runtime.load(os.path.join(folder, "bwd_causal.plan.json"))
+    results = []
+    for B, H, SQ, SK in ((2, 2, 150, 200), (1, 3, 200, 130), (1, 2, 256, 256)):
+        D = 64
+        scale = D ** -0.5
+        q, k, v, do = (torch.randn(B, s_, H, D, generator=gen).to(
+            dev, torch.bfloat16) for s_ in (SQ, SK, SK, SQ))
+        o, lse, rdq, rdk, rdv = attention_grads(q, k, v, do, scale, True)
+        o = o.to(dev, torch.bfloat16)
+        lse = lse.float().to(dev)  # (batch, heads, seqlen_q)
+        for launch in (1, 2):
+            dq, dk, dv = (torch.full_like(x, float("nan")) for x in (q, k, v))
+            kernel(q, k, v, o=o, lse=lse, do=do, dq=dq, dk=dk, dv=dv,
+                   softmax_scale=scale)
+            torch.cuda.synchronize()
+            if launch == 2:
+                for name, out, ref in (("dq", dq, rdq), ("dk", dk, rdk),
+                                       ("dv", dv, rdv)):
+                    results.append(report(
+                        f"bwd causal {SQ}x{SK} {name}", out, ref, 2e-2))
     return results
 
 

@@ -2,8 +2,9 @@
 //
 // The tile language's math on register tiles. Every thread works on the
 // elements FragmentLayout.h gives it; a rank-1 fragment's value of a row is
-// held by every thread of the row's quad, so broadcasting it is a register
-// read and a row reduction ends with two shfl.bfly steps inside the quad.
+// held by every thread of the row's quad (and a column vector's value of a
+// column by every thread holding the column), so broadcasting it is a
+// register read and a row reduction ends with two shfl.bfly steps inside the quad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,20 +42,26 @@ struct MapLowering : public AttnOpLoweringPattern<MapOp> {
 
     // Each operand's values: a thread's elements, or the scalar.
     SmallVector<SmallVector<Value>> values;
-    SmallVector<int64_t> ranks;
+    SmallVector<std::optional<FragLayout>> layouts;
     for (auto [operand, converted] :
          llvm::zip(op.getOperands(), adaptor.getOperands())) {
       auto frag = dyn_cast<FragType>(operand.getType());
-      ranks.push_back(frag ? frag.getRank() : 0);
+      layouts.push_back(frag ? std::optional(frag.getLayout()) : std::nullopt);
       values.push_back(frag ? e.unpack(converted)
                             : SmallVector<Value>{converted});
     }
-    auto operandValue = [&](size_t k, int64_t accIndex, int64_t rowIndex) {
-      if (ranks[k] == 2)
-        return values[k][accIndex];
-      if (ranks[k] == 1)
+    auto operandValue = [&](size_t k, int64_t accIndex, int64_t rowIndex,
+                            int64_t colIndex) {
+      if (!layouts[k])
+        return values[k].front();
+      switch (*layouts[k]) {
+      case FragLayout::Rows:
         return values[k][rowIndex];
-      return values[k].front();
+      case FragLayout::Cols:
+        return values[k][colIndex];
+      default:
+        return values[k][accIndex];
+      }
     };
 
     HookEmitter hooks(e, op);
@@ -68,10 +75,11 @@ struct MapLowering : public AttnOpLoweringPattern<MapOp> {
             continue;
           int64_t accIndex = FragmentLayout::accIndex(i, j, r, nTiles);
           int64_t rowIndex = FragmentLayout::rowIndex(i, r / 2);
+          int64_t colIndex = FragmentLayout::colIndex(j, r);
           SmallVector<Value> args;
           SmallVector<int64_t> offsets(numOperands, 0);
           for (size_t k = 0; k < numOperands; ++k)
-            args.push_back(operandValue(k, accIndex, rowIndex));
+            args.push_back(operandValue(k, accIndex, rowIndex, colIndex));
           auto [row, rowOffset] = coords.rowParts(i, r);
           args.push_back(row);
           offsets.push_back(rowOffset);

@@ -27,6 +27,8 @@ int64_t FragmentLayout::numValues(FragType type) const {
   switch (type.getLayout()) {
   case FragLayout::Rows:
     return tiles * 2;
+  case FragLayout::Cols:
+    return shape[0] / kShape.n * 2;
   case FragLayout::Acc:
     return tiles * (shape[1] / kShape.n) * accValuesPerTile(type);
   case FragLayout::A:

@@ -403,6 +403,8 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
   LogicalResult lower(LoadTileOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
+    if (isVectorLayout(op.getResult().getType().getLayout()))
+      return lowerVector(op, adaptor, rewriter, ctx);
     Location loc = op.getLoc();
     FragType type = op.getResult().getType();
     const FragmentLayout &layout = ctx.layout;
@@ -454,6 +456,93 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
     rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
     return success();
   }
+
+  /// A row or column vector of a (batch, heads, rows) f32 tensor: each
+  /// thread reads the values of the rows (`rows`) or the columns (`cols`)
+  /// its C elements sit in.
+  static LogicalResult lowerVector(LoadTileOp op, OpAdaptor adaptor,
+                                   ConversionPatternRewriter &rewriter,
+                                   TileOpContext &ctx) {
+    Location loc = op.getLoc();
+    FragType type = op.getResult().getType();
+    const FragmentLayout &layout = ctx.layout;
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
+    int64_t rowDim = getTileRowDim(op.getSrc().getType());
+    TensorTileView view(e, rewriter, loc, adaptor.getSrc(),
+                        adaptor.getIndices(), rowDim, std::nullopt);
+    Value zero = e.f32(0.0f);
+    auto loadRow = [&](Value row) {
+      Value inRange = e.cmp(LLVM::ICmpPredicate::ult, row, view.rowExtent);
+      Value at = e.add64(view.offset, e.mul64(row, view.rowStride));
+      at = e.select(inRange, at, e.i64(0));
+      Value loaded = LLVM::LoadOp::create(rewriter, loc, rewriter.getF32Type(),
+                                          e.gep(view.base, e.mul64(at, e.i64(4))),
+                                          4);
+      return e.select(inRange, loaded, zero);
+    };
+    SmallVector<Value> values(layout.numValues(type));
+    int64_t size = type.getDimSize(0);
+    if (type.getLayout() == FragLayout::Rows) {
+      auto [firstRow, unused] = getLaneTileOrigin(
+          ctx, c, size, adaptor.getIndices(), rowDim, std::nullopt);
+      (void)unused;
+      for (int64_t i = 0; i < layout.mTiles(size); ++i)
+        for (int64_t h = 0; h < 2; ++h)
+          values[FragmentLayout::rowIndex(i, h)] = loadRow(
+              e.add64(firstRow, e.i64(16 * i + c.getCoord(0, 2 * h).first)));
+    } else {
+      // Every warp holds every column: the lane's first is t's.
+      int64_t colPerT = c.getCoord(1, 0).second - c.getCoord(0, 0).second;
+      Value firstCol = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
+                               e.sext64(e.mul(thread.t, colPerT)));
+      for (int64_t j = 0; j < size / FragmentLayout::kShape.n; ++j)
+        for (int64_t r = 0; r < 2; ++r)
+          values[FragmentLayout::colIndex(j, r)] = loadRow(e.add64(
+              firstCol, e.i64(8 * j + c.getCoord(0, r).second)));
+    }
+    rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
+    return success();
+  }
+};
+
+/// A register tile into slot 0 of a shared buffer, each thread its pairs of
+/// adjacent columns as one 32-bit store at the swizzled address every
+/// reader of the buffer uses (as the epilogue stages O).
+struct StoreFragLowering : public AttnOpLoweringPattern<StoreFragOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(StoreFragOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Location loc = op.getLoc();
+    FragType type = op.getValue().getType();
+    MemRefType dstType = op.getDst().getType();
+    Type dtype = dstType.getElementType();
+    const FragmentLayout &layout = ctx.layout;
+    Emitter &e = ctx.e;
+    ThreadCoords &thread = ctx.thread();
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    SmallVector<Value> acc = e.unpack(adaptor.getValue());
+    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
+    Value slot = getSlotAddress(e, adaptor.getDst(), dstType, e.i32(0));
+    SwizzledTileAccess tile(e, e.gep(slot, e.mul(thread.t, 4)),
+                            e.add(warpRow, thread.g), e.i32(0),
+                            getB16Columns(dstType));
+    for (int64_t i = 0; i < mTiles; ++i)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t j = 0; j < nTiles; ++j)
+          LLVM::StoreOp::create(
+              rewriter, loc,
+              e.packPair(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
+                         acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
+                         dtype),
+              tile.address(16 * i + 8 * h, j), /*alignment=*/4);
+    rewriter.eraseOp(op);
+    return success();
+  }
 };
 
 struct AsyncWaitLowering : public ConvertOpToLLVMPattern<AsyncWaitOp> {
@@ -483,7 +572,7 @@ struct BarrierLowering : public ConvertOpToLLVMPattern<BarrierOp> {
 void lowering::populateMemoryPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
   patterns.add<SmemAllocLowering, CopyAsyncLowering, CopyTileLowering,
-               StoreTileLowering, LoadTileLowering, AsyncWaitLowering,
-               BarrierLowering>(
+               StoreTileLowering, LoadTileLowering, StoreFragLowering,
+               AsyncWaitLowering, BarrierLowering>(
       converter);
 }

@@ -16,6 +16,9 @@
 //   lane. A thread holds (R / 16) * (K / k) * 4 i32.
 // * Row state (rows), M: element h (0..1) of m-tile i is the row of C
 //   element 2 h. A thread holds (R / 16) * 2 floats.
+// * Column vector (cols), N: element c (0..1) of n-tile j is the column of
+//   C element c, the same in every warp and m-tile. A thread holds
+//   (N / 8) * 2 floats.
 //
 // The C layout of two adjacent n-tiles is the A layout of one 16-bit
 // k-tile, which is why P = softmax(S) feeds the PV mma with no
@@ -69,6 +72,11 @@ public:
   }
   /// Row-state element h of m-tile i.
   static int64_t rowIndex(int64_t i, int64_t h) { return i * 2 + h; }
+  /// Column-vector element of accumulator element r of n-tile j (the
+  /// column C element r sits in).
+  static int64_t colIndex(int64_t j, int64_t r) {
+    return j * 2 + accElementOffset(r).second;
+  }
 
   /// The shape of the mma tiles of 16-bit fragments.
   static constexpr MmaShape kShape = {16, 8, 16};

@@ -57,6 +57,9 @@ SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
       accesses.push_back({mma.getA(), mma.getATile(), false,
                           /*namesTile=*/bool(mma.getATile())});
     accesses.push_back({mma.getB(), mma.getBTile(), false, /*namesTile=*/true});
+  } else if (auto store = dyn_cast<StoreFragOp>(op)) {
+    accesses.push_back({store.getDst(), Value(), /*write=*/true,
+                        /*namesTile=*/false, /*whole=*/true});
   } else if (auto store = dyn_cast<StoreOp>(op)) {
     accesses.push_back({store.getStage(), Value(), /*write=*/true,
                         /*namesTile=*/false, /*whole=*/true});

@@ -46,23 +46,50 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
   int64_t headDimV =
       getPaddedHeadDim(cast<MemRefType>(kernel.getV().getType()).getDimSize(3));
 
+  // A key-grid kernel (the backward's dK / dV) holds key-side tiles of
+  // tile_m rows and streams query tiles of tile_n rows: tiles such as dQ's
+  // partial sum have tile_n rows, and a key-side tile S^T has tile_n
+  // columns beside its per-query 'cols' vectors.
+  bool keyGrid = kernel.hasKeyGrid();
+  int64_t rowWarps = config.getRowWarps();
+  auto rowsAllowed = [&](int64_t rows) {
+    return (rows == tileM || (keyGrid && rows == tileN)) &&
+           rows % (16 * rowWarps) == 0;
+  };
+  auto colsAllowed = [&](int64_t cols) {
+    return cols == tileN || cols == warpTileN || cols == headDim ||
+           cols == headDimV || (keyGrid && cols == tileM);
+  };
   auto checkFrag = [&](Operation *at, Type type) -> LogicalResult {
     auto frag = dyn_cast<FragType>(type);
     if (!frag)
       return success();
     ArrayRef<int64_t> shape = frag.getShape();
-    if (shape.empty() || shape[0] != tileM)
-      return at->emitOpError()
-             << "has a fragment " << type
-             << " whose rows are not the config's tile_m = " << tileM;
-    if (shape.size() == 2 && shape[1] != tileN && shape[1] != warpTileN &&
-        shape[1] != headDim &&
-        shape[1] != headDimV)
-      return at->emitOpError()
-             << "has a fragment " << type
-             << " whose columns are none of the config's tile_n = " << tileN
-             << " (" << warpTileN << " per KV warp) and the head dims "
-             << headDim << ", " << headDimV;
+    std::string rowsText =
+        "the config's tile_m = " + std::to_string(tileM) +
+        (keyGrid ? " (key tiles) or tile_n = " + std::to_string(tileN) +
+                       " (query tiles)"
+                 : std::string()) +
+        ", split over " + std::to_string(rowWarps) + " row warps of 16-row "
+        "mma tiles";
+    std::string colsText =
+        "none of the config's tile_n = " + std::to_string(tileN) + " (" +
+        std::to_string(warpTileN) + " per KV warp)" +
+        (keyGrid ? ", tile_m = " + std::to_string(tileM) : std::string()) +
+        " and the head dims " + std::to_string(headDim) + ", " +
+        std::to_string(headDimV);
+    if (frag.getLayout() == FragLayout::Cols) {
+      if (!colsAllowed(shape[0]))
+        return at->emitOpError() << "has a column vector " << type
+                                 << " whose size is " << colsText;
+      return success();
+    }
+    if (shape.empty() || !rowsAllowed(shape[0]))
+      return at->emitOpError() << "has a fragment " << type
+                               << " whose rows are not " << rowsText;
+    if (shape.size() == 2 && !colsAllowed(shape[1]))
+      return at->emitOpError() << "has a fragment " << type
+                               << " whose columns are " << colsText;
     return success();
   };
 

@@ -159,6 +159,8 @@ StringRef attn::stringifyFragLayout(FragLayout layout) {
     return "a";
   case FragLayout::Rows:
     return "rows";
+  case FragLayout::Cols:
+    return "cols";
   }
   llvm_unreachable("every layout kind has a name");
 }
@@ -183,12 +185,13 @@ Type FragType::parse(AsmParser &parser) {
     if (parser.parseKeyword(&kind))
       return {};
     std::optional<FragLayout> parsed;
-    for (FragLayout l : {FragLayout::Acc, FragLayout::A, FragLayout::Rows})
+    for (FragLayout l : {FragLayout::Acc, FragLayout::A, FragLayout::Rows,
+                         FragLayout::Cols})
       if (kind == stringifyFragLayout(l))
         parsed = l;
     if (!parsed) {
       parser.emitError(at) << "unknown fragment layout '" << kind
-                           << "'; expected acc, a or rows";
+                           << "'; expected acc, a, rows or cols";
       return {};
     }
     layout = *parsed;
@@ -212,10 +215,15 @@ void FragType::print(AsmPrinter &printer) const {
 LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape, Type elementType,
                                FragLayout layout) {
-  if ((layout == FragLayout::Rows) != (shape.size() == 1))
+  if (isVectorLayout(layout) != (shape.size() == 1))
     return emitError() << "a fragment of rank " << shape.size()
                        << " cannot have the '" << stringifyFragLayout(layout)
-                       << "' layout: rank 1 is 'rows', rank 2 'acc' or 'a'";
+                       << "' layout: rank 1 is 'rows' or 'cols', rank 2 "
+                          "'acc' or 'a'";
+  if (layout == FragLayout::Cols && (!elementType.isF32() || shape[0] % 8))
+    return emitError() << "a 'cols' fragment holds f32 values of a multiple "
+                          "of 8 columns (one mma tile's width), got "
+                       << shape[0] << " x " << elementType;
   if (layout == FragLayout::A &&
       (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() > 16))
     return emitError() << "an A-operand fragment holds 16- or 8-bit "

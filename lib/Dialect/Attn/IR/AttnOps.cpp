@@ -912,20 +912,23 @@ static LogicalResult verifyIndexCount(Operation *op, MemRefType type,
 
 /// The source of a tile read (attn.copy_tile, attn.load_tile, whose
 /// `verb` it is): a tensor argument of the kernel, 2-d or (batch, rows,
-/// heads, dim), indexed in every dimension, that the kernel reads (an input
-/// or a workspace).
+/// heads, dim) for a tile, (batch, heads, rows) for a `vector`, indexed in
+/// every dimension, that the kernel reads (an input or a workspace).
 static LogicalResult verifyTileSource(Operation *op, StringRef verb,
-                                      Value src, ValueRange indices) {
+                                      Value src, ValueRange indices,
+                                      bool vector = false) {
   auto accessed = getAccessedTensor(op, "the source", src);
   if (failed(accessed))
     return failure();
   auto [name, role] = *accessed;
   auto type = cast<MemRefType>(src.getType());
   int64_t rank = type.getRank();
-  if (rank != 2 && rank != 4)
+  if (vector ? rank != 3 : rank != 2 && rank != 4)
     return op->emitOpError() << verb
-                             << " a tile of a 2-d or (batch, rows, heads, "
-                                "dim) tensor, got "
+                             << (vector ? " a vector of a (batch, heads, "
+                                          "rows) tensor, got "
+                                        : " a tile of a 2-d or (batch, rows, "
+                                          "heads, dim) tensor, got ")
                              << type;
   if (failed(verifyIndexCount(op, type, indices)))
     return failure();
@@ -965,10 +968,15 @@ LogicalResult LoadTileOp::verify() {
   auto value = cast<FragType>(getResult().getType());
   MemRefType src = getSrc().getType();
   Type element = value.getElementType();
-  if (value.getRank() != 2 || !value.isAccumulator() ||
-      !(element.isF32() || element.isInteger(32)))
-    return emitOpError() << "loads an f32 or i32 accumulator, got " << value;
-  if (failed(verifyTileSource(*this, "loads", getSrc(), getIndices())))
+  bool vector = isVectorLayout(value.getLayout());
+  if (vector ? !element.isF32()
+             : !value.isAccumulator() ||
+                   !(element.isF32() || element.isInteger(32)))
+    return emitOpError() << "loads an f32 or i32 accumulator, or an f32 "
+                            "row or column vector, got "
+                         << value;
+  if (failed(
+          verifyTileSource(*this, "loads", getSrc(), getIndices(), vector)))
     return failure();
   // A 16-bit float tensor widens into an f32 accumulator (the backward's
   // dO and O).
@@ -1065,6 +1073,25 @@ LogicalResult LoadFragOp::verify() {
   return expectFrag(*this, "result", getResult().getType(),
                     {src.getDimSize(1), src.getDimSize(2)},
                     src.getElementType());
+}
+
+LogicalResult StoreFragOp::verify() {
+  auto value = cast<FragType>(getValue().getType());
+  MemRefType dst = getDst().getType();
+  if (!value.isAccumulator() || !value.getElementType().isF32())
+    return emitOpError() << "stores an f32 accumulator, got " << Type(value);
+  if (dst.getDimSize(0) != 1)
+    return emitOpError() << "destination must have one slot, got "
+                         << dst.getDimSize(0);
+  if (dst.getDimSize(1) != value.getDimSize(0) ||
+      dst.getDimSize(2) != value.getDimSize(1))
+    return emitOpError() << "stores a " << value.getDimSize(0) << " x "
+                         << value.getDimSize(1) << " tile into a buffer of "
+                         << dst.getDimSize(1) << " x " << dst.getDimSize(2);
+  Type stored = dst.getElementType();
+  if (!stored.isF16() && !stored.isBF16())
+    return emitOpError() << "rounds into f16 or bf16 buffers, got " << stored;
+  return success();
 }
 
 void MmaOp::build(OpBuilder &builder, OperationState &state, Type d, Value a,
@@ -1317,6 +1344,8 @@ LogicalResult MapOp::verify() {
   // The shape the operands agree on.
   std::optional<int64_t> rows;
   std::optional<std::pair<int64_t, int64_t>> shape;
+  // The 'cols' operands: (operand, columns).
+  SmallVector<std::pair<size_t, int64_t>> cols;
   for (auto [i, operand] : llvm::enumerate(getOperands())) {
     Type type = operand.getType();
     auto frag = dyn_cast<FragType>(type);
@@ -1331,6 +1360,11 @@ LogicalResult MapOp::verify() {
       return emitOpError() << "operand " << i << " is " << type
                            << "; convert to f32 first (fragments of f16/bf16 "
                               "are mma operands)";
+    if (frag.getLayout() == FragLayout::Cols) {
+      // Checked against the rank-2 operands' columns below.
+      cols.push_back({i, frag.getDimSize(0)});
+      continue;
+    }
     int64_t r = frag.getDimSize(0);
     if (rows && *rows != r)
       return emitOpError() << "operand " << i << " has " << r
@@ -1346,7 +1380,18 @@ LogicalResult MapOp::verify() {
     }
   }
   if (!rows)
-    return emitOpError() << "needs at least one fragment operand";
+    return emitOpError() << "needs at least one fragment operand with rows "
+                            "(a 'cols' vector broadcasts along a rank-2 "
+                            "operand's rows)";
+  for (auto [i, n] : cols)
+    if (!shape || shape->second != n)
+      return emitOpError()
+             << "operand " << i << " is a 'cols' vector of " << n
+             << " values, which broadcasts along the rows of a rank-2 "
+                "operand with as many columns; "
+             << (shape ? "the rank-2 operands have " +
+                             std::to_string(shape->second) + " columns"
+                       : std::string("there is none"));
   SmallVector<int64_t> expected =
       shape ? SmallVector<int64_t>{shape->first, shape->second}
             : SmallVector<int64_t>{*rows};

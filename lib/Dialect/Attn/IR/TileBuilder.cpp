@@ -170,6 +170,9 @@ MapOp TileBuilder::createMap(ValueRange operands, const char *file,
   std::optional<int64_t> rows, cols;
   for (Value operand : operands)
     if (auto frag = dyn_cast<FragType>(operand.getType())) {
+      // A 'cols' vector broadcasts along the rows; it gives no row count.
+      if (frag.getLayout() == FragLayout::Cols)
+        continue;
       rows = frag.getDimSize(0);
       if (frag.getRank() == 2)
         cols = frag.getDimSize(1);
@@ -305,8 +308,23 @@ void TileBuilder::storeTile(Value value, Value dst, ValueRange indices,
 Value TileBuilder::loadTile(Value src, ValueRange indices, int64_t rows,
                             int64_t cols, const char *file, unsigned line) {
   Type element = cast<MemRefType>(src.getType()).getElementType();
+  // A 16-bit float tensor widens into an f32 tile.
+  if (element.isF16() || element.isBF16())
+    element = b.getF32Type();
   auto type = FragType::get(b.getContext(), {rows, cols}, element);
   return LoadTileOp::create(b, at(file, line), type, src, indices);
+}
+
+Value TileBuilder::loadVector(Value src, ValueRange indices, int64_t size,
+                              FragLayout layout, const char *file,
+                              unsigned line) {
+  auto type = FragType::get(b.getContext(), {size}, b.getF32Type(), layout);
+  return LoadTileOp::create(b, at(file, line), type, src, indices);
+}
+
+void TileBuilder::storeFrag(Value value, Value dst, const char *file,
+                            unsigned line) {
+  StoreFragOp::create(b, at(file, line), value, dst);
 }
 
 EpilogueOp TileBuilder::epilogue(Value acc, Value rowMax, Value rowSum,

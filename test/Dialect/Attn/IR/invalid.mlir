@@ -915,7 +915,7 @@ attn.kernel @mma_a_is_acc arch(#attn.arch<sm_120>) {
 !lse = memref<?x?x?xf32>
 attn.kernel @frag_layout_unknown arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{unknown fragment layout 'b'; expected acc, a or rows}}
+  // expected-error @below {{unknown fragment layout 'b'; expected acc, a, rows or cols}}
   %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf16, b>
 }
 
@@ -925,7 +925,7 @@ attn.kernel @frag_layout_unknown arch(#attn.arch<sm_120>) {
 !lse = memref<?x?x?xf32>
 attn.kernel @frag_layout_rows arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{a fragment of rank 2 cannot have the 'rows' layout: rank 1 is 'rows', rank 2 'acc' or 'a'}}
+  // expected-error @below {{a fragment of rank 2 cannot have the 'rows' layout: rank 1 is 'rows' or 'cols', rank 2 'acc' or 'a'}}
   %x = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32, rows>
 }
 
@@ -1230,7 +1230,7 @@ attn.kernel @load_tile_out arch(#attn.arch<sm_120>) attributes {tensors = [#attn
 attn.kernel @load_tile_bf16 arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"x", "in", "seqlen_q", "heads_q">]} {
 ^bb0(%x: !t):
   %c0 = arith.constant 0 : index
-  // expected-error @below {{loads an f32 or i32 accumulator, got '!attn.frag<64x64xbf16>'}}
+  // expected-error @below {{loads an f32 or i32 accumulator, or an f32 row or column vector, got '!attn.frag<64x64xbf16>'}}
   %y = attn.load_tile %x[%c0, %c0, %c0, %c0] : !t -> !attn.frag<64x64xbf16>
 }
 

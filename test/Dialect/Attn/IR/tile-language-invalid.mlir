@@ -170,3 +170,103 @@ attn.kernel @head_range arch(#attn.arch<sm_120>) {
   // expected-error @below {{k range [8, 64) must be a non-empty slice of K = 64 in whole 16-column mma steps}}
   %s = attn.mma %qs, %ks[%j] {k_begin = 8, transpose_b} : memref<1x64x64xbf16, 3>, memref<1x16x64xbf16, 3> -> !attn.frag<64x16xf32>
 }
+
+// -----
+
+// A 'cols' vector broadcasts along the rows of a tile with as many columns.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_cols_width arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %a = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %c = attn.splat {value = 1.0 : f32} : !attn.frag<64xf32, cols>
+  // expected-error @below {{operand 1 is a 'cols' vector of 64 values, which broadcasts along the rows of a rank-2 operand with as many columns; the rank-2 operands have 32 columns}}
+  %r = attn.map %a, %c : !attn.frag<64x32xf32>, !attn.frag<64xf32, cols> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %y: f32, %row: index, %col: index):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @map_cols_alone arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c = attn.splat {value = 1.0 : f32} : !attn.frag<64xf32, cols>
+  // expected-error @below {{needs at least one fragment operand with rows (a 'cols' vector broadcasts along a rank-2 operand's rows)}}
+  %r = attn.map %c : !attn.frag<64xf32, cols> -> !attn.frag<64xf32, cols> {
+  ^bb0(%y: f32, %row: index, %col: index):
+    attn.yield %y : f32
+  }
+}
+
+// -----
+
+// A 'cols' vector is an f32 fragment whose size is a multiple of 8.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @cols_size arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{a 'cols' fragment holds f32 values of a multiple of 8 columns (one mma tile's width), got 12 x 'f32'}}
+  %c = attn.splat {value = 1.0 : f32} : !attn.frag<12xf32, cols>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_frag_shape arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x32xbf16, 3>
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{stores a 64 x 64 tile into a buffer of 64 x 32}}
+  attn.store_frag %s -> %ds : !attn.frag<64x64xf32> -> memref<1x64x32xbf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_frag_slots arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<2x64x64xbf16, 3>
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{destination must have one slot, got 2}}
+  attn.store_frag %s -> %ds : !attn.frag<64x64xf32> -> memref<2x64x64xbf16, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_frag_f32 arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xf32, 3>
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{rounds into f16 or bf16 buffers, got 'f32'}}
+  attn.store_frag %s -> %ds : !attn.frag<64x64xf32> -> memref<1x64x64xf32, 3>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @store_frag_a arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xbf16, a>
+  // expected-error @below {{stores an f32 accumulator, got '!attn.frag<64x64xbf16>'}}
+  attn.store_frag %s -> %ds : !attn.frag<64x64xbf16, a> -> memref<1x64x64xbf16, 3>
+}
+
+// -----
+
+// A vector is loaded from a (batch, heads, rows) tensor.
+!t = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+attn.kernel @load_vector_rank arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"x", "in", "seqlen_q", "heads_q">]} {
+^bb0(%x: !t):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{a vector of a (batch, heads, rows) tensor, got}}
+  %y = attn.load_tile %x[%c0, %c0, %c0, %c0] : !t -> !attn.frag<64xf32, cols>
+}

@@ -39,3 +39,29 @@ attn.kernel @ops arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_
   %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
   attn.store %acc, %os -> %o[%b, %m, %h], %lse values(%lse_rows : !attn.frag<64xf32>) : !attn.frag<64x64xf32>, memref<1x64x64xbf16, 3> -> !t, !lse
 }
+
+// The backward's vectors: a 'cols' vector (one value per column, as D and
+// LSE are along the columns of a transposed score tile) loaded from a
+// (batch, heads, rows) tensor, broadcast along a tile's rows in attn.map, and
+// a tile rounded into shared memory with attn.store_frag.
+// CHECK-LABEL: attn.kernel @cols_vectors
+// CHECK:         %[[D:.*]] = attn.load_tile %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.frag<64xf32, cols>
+// CHECK:         %[[R:.*]] = attn.map %{{.*}}, %[[D]] : !attn.frag<64x64xf32>, !attn.frag<64xf32, cols> -> !attn.frag<64x64xf32> {
+// CHECK:         attn.store_frag %[[R]] -> %{{.*}} : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
+attn.kernel @cols_vectors arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) attributes {
+    grid = "keys",
+    tensors = [#attn.tensor<"k", "in", "seqlen_k", "heads_kv">,
+               #attn.tensor<"d", "in", "seqlen_q", "heads_q">]} {
+^bb0(%k: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+     %d: memref<?x?x?xf32, strided<[?, ?, 1]>>):
+  %c0 = arith.constant 0 : index
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  %dv = attn.load_tile %d[%c0, %c0, %c0] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.frag<64xf32, cols>
+  %r = attn.map %s, %dv : !attn.frag<64x64xf32>, !attn.frag<64xf32, cols> -> !attn.frag<64x64xf32> {
+  ^bb0(%x: f32, %y: f32, %row: index, %col: index):
+    %z = arith.subf %x, %y : f32
+    attn.yield %z : f32
+  }
+  attn.store_frag %r -> %ds : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
+}

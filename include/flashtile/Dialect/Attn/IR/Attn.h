@@ -29,7 +29,16 @@ enum class FragLayout : uint8_t {
   A,
   /// One value per row (rank 1).
   Rows,
+  /// One value per column of an accumulator (rank 1): the per-query
+  /// softmax state of a backward's key-side tile S^T = K Q^T, broadcast
+  /// along the rows by attn.map.
+  Cols,
 };
+
+/// Whether `layout` is one of the rank-1 layouts (rows, cols).
+inline bool isVectorLayout(FragLayout layout) {
+  return layout == FragLayout::Rows || layout == FragLayout::Cols;
+}
 
 /// The layout kind an `!attn.frag` of `rank` and `elementType` has when its
 /// type does not spell one: rows for rank 1, acc for f32 and i32, a

@@ -170,7 +170,11 @@ def Attn_FragType : TypeDef<Attn_Dialect, "Frag"> {
 
     * `acc`: the C/D layout of an mma (scores, accumulators);
     * `a`: the A layout, as the left operand of an `attn.mma`;
-    * `rows`: one value per row (rank 1: the softmax max and sum).
+    * `rows`: one value per row (rank 1: the softmax max and sum);
+    * `cols`: one value per column of an accumulator (rank 1, f32), held
+      by every warp: each lane has the values of the columns its C
+      elements sit in. It is the backward's per-query LSE and D beside a
+      key-side tile S^T = K Q^T, whose columns are queries.
 
     It is written only where it differs from the default for the element
     type: `rows` for rank 1, `acc` for f32 and i32, `a` for 16- and 8-bit
@@ -182,6 +186,7 @@ def Attn_FragType : TypeDef<Attn_Dialect, "Frag"> {
     !attn.frag<128x128xf16>       // Q held in registers
     !attn.frag<128x64xf16, acc>   // an f16 accumulator
     !attn.frag<128xf32>           // per-row softmax state
+    !attn.frag<64xf32, cols>      // per-column values (LSE beside S^T)
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,

@@ -644,6 +644,29 @@ def Attn_LoadFragOp : Attn_Op<"load_frag"> {
   let hasVerifier = 1;
 }
 
+def Attn_StoreFragOp : Attn_Op<"store_frag"> {
+  let summary = "Stores a register tile into slot 0 of a shared buffer";
+  let description = [{
+    The mirror of `attn.load_frag`: every thread writes its elements of the
+    f32 `M x N` accumulator `value`, rounded to the buffer's f16 / bf16, to
+    slot 0 of `dst` (one slot, M x N), in the swizzled row-major layout
+    every reader of a buffer expects. It is how a tile moves between
+    layouts through shared memory: the backward writes dS^T (key rows)
+    and reads it back as dS, `attn.mma`'s A with `transpose_a`, for dQ =
+    dS K. attn-insert-barriers orders it against the buffer's readers.
+
+    ```mlir
+    attn.store_frag %ds -> %dss : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
+    ```
+  }];
+  let arguments = (ins Attn_Frag:$value,
+                       Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst);
+  let assemblyFormat = [{
+    $value `->` $dst attr-dict `:` qualified(type($value)) `->` qualified(type($dst))
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
   let summary = "D = A B (+ C) for one tile: the block's warp-level matmul";
   let description = [{
@@ -822,10 +845,13 @@ def Attn_MapOp : Attn_Op<"map", [Pure]> {
     Applies the scalar body to every element of the result. The operands are
     f32 fragments and scalars (f32, index, integers):
       - a rank-2 fragment (M x N) gives the element at the same position;
-      - a rank-1 fragment (M) gives the value of the element's row;
+      - a rank-1 `rows` fragment (M) gives the value of the element's row;
+      - a rank-1 `cols` fragment (N) gives the value of the element's column
+        (it needs a rank-2 operand: the backward's D and LSE beside a
+        transposed score tile, whose columns are queries);
       - a scalar is the same for every element.
     The result has the shape of the rank-2 operands (all the same), or M when
-    every fragment operand is rank-1; its elements are f32. The body takes one
+    every fragment operand is a `rows` vector; its elements are f32. The body takes one
     argument per operand, then the element's row within the tile and, for a
     rank-2 result, its column (both `index`), and yields one f32. It may use
     what a hook may (arith, math, the kernel's extra arguments). Layouts are
@@ -969,7 +995,10 @@ def Attn_LoadTileOp : Attn_Op<"load_tile"> {
     The mirror of attn.store_tile: each thread reads its elements of an
     M x N accumulator (`acc` layout, f32 or i32) from a 2-d tensor at
     `[row, col]` or a (batch, rows, heads, dim) tensor at `[batch, row,
-    head, col]`, with no shared memory; elements outside the tensor's
+    head, col]`, or of an f32 vector (`rows` or `cols` layout, N values)
+    from a (batch, heads, rows) tensor at `[batch, head, row]`, element i
+    from row `row + i` (the backward's per-query LSE and D beside a
+    key-side tile), with no shared memory; elements outside the tensor's
     extents read 0. An f32 tile reads an f32 tensor, or an f16 or bf16 one
     widened (the backward's dO and O for D = rowsum(dO * O)); an i32 tile
     reads i32. `src` is a tensor argument of the
@@ -979,6 +1008,7 @@ def Attn_LoadTileOp : Attn_Op<"load_tile"> {
 
     ```mlir
     %dq = attn.load_tile %dq_accum[%b, %row, %h, %c0] : memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>> -> !attn.frag<64x128xf32>
+    %lse = attn.load_tile %lse[%b, %h, %row] : memref<?x?x?xf32> -> !attn.frag<64xf32, cols>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,

@@ -179,10 +179,18 @@ public:
   /// its type, or added with f32 / i32 atomics with `accumulate`.
   void storeTile(mlir::Value value, mlir::Value dst, mlir::ValueRange indices,
                  bool accumulate = false, FLASHTILE_CALLER);
-  /// attn.load_tile: an M x N accumulator of `src`'s element type read from
-  /// the kernel's tensor `src` at `indices` (0 outside its extents).
+  /// attn.load_tile: an M x N accumulator of `src`'s element type (f32 for
+  /// a 16-bit float tensor, widened) read from the kernel's tensor `src` at
+  /// `indices` (0 outside its extents).
   mlir::Value loadTile(mlir::Value src, mlir::ValueRange indices, int64_t rows,
                        int64_t cols, FLASHTILE_CALLER);
+  /// attn.load_tile of an f32 vector of `size` values (`layout` rows or
+  /// cols) from the (batch, heads, rows) tensor `src` at [batch, head, row].
+  mlir::Value loadVector(mlir::Value src, mlir::ValueRange indices,
+                         int64_t size, FragLayout layout, FLASHTILE_CALLER);
+  /// attn.store_frag: an f32 accumulator into slot 0 of `dst`, rounded to
+  /// its type (a layout change through shared memory).
+  void storeFrag(mlir::Value value, mlir::Value dst, FLASHTILE_CALLER);
   /// attn.epilogue (normalise by l, LSE), its sink region empty.
   EpilogueOp epilogue(mlir::Value acc, mlir::Value rowMax, mlir::Value rowSum,
                       mlir::Value stage, const Block &block,
