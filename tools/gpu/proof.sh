@@ -29,7 +29,9 @@
 #  13. defects: check_defects.py (issue 22's defects found from outside,
 #      against float64)
 #  14. mma: check_mma.py (every instruction of the mma table, one tile
-#      gathered by the compiler's fragment tables, against torch)
+#      gathered by the compiler's fragment tables, against torch; the
+#      tile programs, the causal backward family included)
+#  15. bench-bwd: bench_bwd.py (the backward next to FA2, cuDNN and Flex)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -286,6 +288,15 @@ timeout 120 python3 "$root/tools/gpu/check_mma.py" --gpu-dir "$root/.gpu" \
   > "$out/mma.txt" 2>&1
 status=$?
 stage mma "$(verdict $status)" "$(grep -E 'instructions passed' "$out/mma.txt" | tail -1) (mma.txt)"
+fi
+
+# 15. The backward's speed: bench_bwd.py, the causal backward family of
+# tools/gpu/tiles next to FA2 (SDPA flash), cuDNN and Flex backward.
+if want bench-bwd; then
+timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
+  "$kernels/tiles/bwd_causal.plan.json" > "$out/bench_bwd.txt" 2>&1
+status=$?
+stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"
 fi
 
 # 13. The defects found from outside (issue 22), against float64: a changed
