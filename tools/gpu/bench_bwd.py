@@ -55,8 +55,7 @@ def peer_backward(peer, q, k, v, do, scale, causal):
             out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal,
                                                  scale=scale)
     else:
-        import torch._dynamo
-        cfg = torch._dynamo.config
+        from torch._dynamo import config as cfg
         for knob in ("cache_size_limit", "recompile_limit"):
             if hasattr(cfg, knob):
                 setattr(cfg, knob, max(getattr(cfg, knob), 256))
