@@ -520,20 +520,10 @@ struct StoreLowering : public AttnOpLoweringPattern<StoreOp> {
     ThreadCoords &thread = ctx.thread();
     const FragmentLayout &layout = ctx.layout;
     EpilogueContextT<StoreOp> ep(op, adaptor, rewriter, ctx, rows);
-    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
-    SmallVector<Value> acc = e.unpack(adaptor.getAcc());
+    int64_t mTiles = layout.mTiles(rows);
+    storeAccumulatorToShared(ctx, e.unpack(adaptor.getAcc()), rows, cols,
+                             dtype, adaptor.getStage(), cols);
     Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
-    SwizzledTileAccess staged(e, e.gep(adaptor.getStage(), e.mul(thread.t, 4)),
-                              e.add(warpRow, thread.g), e.i32(0), cols);
-    for (int64_t i = 0; i < mTiles; ++i)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t j = 0; j < nTiles; ++j)
-          LLVM::StoreOp::create(
-              rewriter, loc,
-              e.packPair(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
-                         acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
-                         dtype),
-              staged.address(16 * i + 8 * h, j), /*alignment=*/4);
     NVVM::Barrier0Op::create(rewriter, loc);
     storeStagedRows(ep, adaptor.getStage(), rows, cols, dtype,
                     op.getO().getType().getDimSize(3), Value());

@@ -423,7 +423,6 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
     Type element = type.getElementType();
     // What the tensor stores: the tile's type, or a 16-bit float widened.
     Type stored = srcType.getElementType();
-    int64_t bytes = stored.getIntOrFloatBitWidth() / 8;
     Value zero = isa<FloatType>(element)
                      ? LLVM::ConstantOp::create(rewriter, loc, element,
                                                 rewriter.getF32FloatAttr(0))
@@ -444,63 +443,65 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
               e.cmp(LLVM::ICmpPredicate::ult, col, colExtent));
           Value at = e.add64(offset, e.add64(e.mul64(row, rowStride),
                                              e.mul64(col, colStride)));
-          at = e.select(inRange, at, e.i64(0));
-          Value loaded = LLVM::LoadOp::create(
-              rewriter, loc, stored, e.gep(base, e.mul64(at, e.i64(bytes))),
-              bytes);
-          if (stored != element)
-            loaded = LLVM::FPExtOp::create(rewriter, loc, element, loaded);
           values[FragmentLayout::accIndex(i, j, r, nTiles)] =
-              e.select(inRange, loaded, zero);
+              loadInRange(e, base, at, inRange, stored, element, zero);
         }
     rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
     return success();
   }
 
+  /// Element `at` (elements from `base`) of a tensor storing `stored`, as
+  /// `element` (a 16-bit float widened), when `inRange`; else `zero`, and
+  /// the load reads the tensor's first element instead, which exists
+  /// whenever a block runs.
+  static Value loadInRange(Emitter &e, Value base, Value at, Value inRange,
+                           Type stored, Type element, Value zero) {
+    int64_t bytes = stored.getIntOrFloatBitWidth() / 8;
+    at = e.select(inRange, at, e.i64(0));
+    Value loaded = LLVM::LoadOp::create(
+        e.builder(), e.location(), stored,
+        e.gep(base, e.mul64(at, e.i64(bytes))), bytes);
+    if (stored != element)
+      loaded = LLVM::FPExtOp::create(e.builder(), e.location(), element, loaded);
+    return e.select(inRange, loaded, zero);
+  }
+
   /// A row or column vector of a (batch, heads, rows) f32 tensor: each
   /// thread reads the values of the rows (`rows`) or the columns (`cols`)
-  /// its C elements sit in.
+  /// its C elements sit in. The vector's one index is where both its rows
+  /// and its columns start.
   static LogicalResult lowerVector(LoadTileOp op, OpAdaptor adaptor,
                                    ConversionPatternRewriter &rewriter,
                                    TileOpContext &ctx) {
-    Location loc = op.getLoc();
     FragType type = op.getResult().getType();
     const FragmentLayout &layout = ctx.layout;
     Emitter &e = ctx.e;
-    ThreadCoords &thread = ctx.thread();
     MmaFragment c(FragmentLayout::kShape, MmaOperand::C, 32);
     int64_t rowDim = getTileRowDim(op.getSrc().getType());
-    TensorTileView view(e, rewriter, loc, adaptor.getSrc(),
+    TensorTileView view(e, rewriter, op.getLoc(), adaptor.getSrc(),
                         adaptor.getIndices(), rowDim, std::nullopt);
+    Type f32 = rewriter.getF32Type();
     Value zero = e.f32(0.0f);
-    auto loadRow = [&](Value row) {
+    auto load = [&](Value row) {
       Value inRange = e.cmp(LLVM::ICmpPredicate::ult, row, view.rowExtent);
-      Value at = e.add64(view.offset, e.mul64(row, view.rowStride));
-      at = e.select(inRange, at, e.i64(0));
-      Value loaded = LLVM::LoadOp::create(rewriter, loc, rewriter.getF32Type(),
-                                          e.gep(view.base, e.mul64(at, e.i64(4))),
-                                          4);
-      return e.select(inRange, loaded, zero);
+      return loadInRange(e, view.base,
+                         e.add64(view.offset, e.mul64(row, view.rowStride)),
+                         inRange, f32, f32, zero);
     };
-    SmallVector<Value> values(layout.numValues(type));
     int64_t size = type.getDimSize(0);
+    auto [firstRow, firstCol] = getLaneTileOrigin(
+        ctx, c, size, adaptor.getIndices(), rowDim, /*colDim=*/rowDim);
+    SmallVector<Value> values(layout.numValues(type));
     if (type.getLayout() == FragLayout::Rows) {
-      auto [firstRow, unused] = getLaneTileOrigin(
-          ctx, c, size, adaptor.getIndices(), rowDim, std::nullopt);
-      (void)unused;
       for (int64_t i = 0; i < layout.mTiles(size); ++i)
         for (int64_t h = 0; h < 2; ++h)
-          values[FragmentLayout::rowIndex(i, h)] = loadRow(
+          values[FragmentLayout::rowIndex(i, h)] = load(
               e.add64(firstRow, e.i64(16 * i + c.getCoord(0, 2 * h).first)));
     } else {
-      // Every warp holds every column: the lane's first is t's.
-      int64_t colPerT = c.getCoord(1, 0).second - c.getCoord(0, 0).second;
-      Value firstCol = e.add64(e.sext64(adaptor.getIndices()[rowDim]),
-                               e.sext64(e.mul(thread.t, colPerT)));
       for (int64_t j = 0; j < size / FragmentLayout::kShape.n; ++j)
         for (int64_t r = 0; r < 2; ++r)
-          values[FragmentLayout::colIndex(j, r)] = loadRow(e.add64(
-              firstCol, e.i64(8 * j + c.getCoord(0, r).second)));
+          values[FragmentLayout::colIndex(j, r)] =
+              load(e.add64(firstCol, e.i64(8 * j + c.getCoord(0, r).second)));
     }
     rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
     return success();
@@ -509,37 +510,20 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
 
 /// A register tile into slot 0 of a shared buffer, each thread its pairs of
 /// adjacent columns as one 32-bit store at the swizzled address every
-/// reader of the buffer uses (as the epilogue stages O).
+/// reader of the buffer uses (as attn.store stages O).
 struct StoreFragLowering : public AttnOpLoweringPattern<StoreFragOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
 
   LogicalResult lower(StoreFragOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
-    Location loc = op.getLoc();
     FragType type = op.getValue().getType();
     MemRefType dstType = op.getDst().getType();
-    Type dtype = dstType.getElementType();
-    const FragmentLayout &layout = ctx.layout;
-    Emitter &e = ctx.e;
-    ThreadCoords &thread = ctx.thread();
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
-    SmallVector<Value> acc = e.unpack(adaptor.getValue());
-    Value warpRow = e.mul(thread.warp, layout.rowsPerWarp(rows));
-    Value slot = getSlotAddress(e, adaptor.getDst(), dstType, e.i32(0));
-    SwizzledTileAccess tile(e, e.gep(slot, e.mul(thread.t, 4)),
-                            e.add(warpRow, thread.g), e.i32(0),
-                            getB16Columns(dstType));
-    for (int64_t i = 0; i < mTiles; ++i)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t j = 0; j < nTiles; ++j)
-          LLVM::StoreOp::create(
-              rewriter, loc,
-              e.packPair(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
-                         acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
-                         dtype),
-              tile.address(16 * i + 8 * h, j), /*alignment=*/4);
+    Value slot = getSlotAddress(ctx.e, adaptor.getDst(), dstType, ctx.e.i32(0));
+    storeAccumulatorToShared(ctx, ctx.e.unpack(adaptor.getValue()),
+                             type.getDimSize(0), type.getDimSize(1),
+                             dstType.getElementType(), slot,
+                             getB16Columns(dstType));
     rewriter.eraseOp(op);
     return success();
   }

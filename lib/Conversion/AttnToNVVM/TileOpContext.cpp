@@ -1,6 +1,7 @@
 //===- TileOpContext.cpp - What a tile op lowers against ------------------===//
 
 #include "TileOpContext.h"
+#include "SharedAccess.h"
 
 using namespace mlir;
 using namespace flashtile;
@@ -81,4 +82,24 @@ SmallVector<Value> lowering::packAccumulatorAsA(Emitter &e, ArrayRef<Value> acc,
             e.packPair(halves[0], halves[1], dtype);
       }
   return a;
+}
+
+void lowering::storeAccumulatorToShared(TileOpContext &ctx, ArrayRef<Value> acc,
+                                        int64_t rows, int64_t cols, Type dtype,
+                                        Value tile, int64_t b16Columns) {
+  Emitter &e = ctx.e;
+  ThreadCoords &thread = ctx.thread();
+  int64_t mTiles = ctx.layout.mTiles(rows), nTiles = cols / 8;
+  Value warpRow = e.mul(thread.warp, ctx.layout.rowsPerWarp(rows));
+  SwizzledTileAccess staged(e, e.gep(tile, e.mul(thread.t, 4)),
+                            e.add(warpRow, thread.g), e.i32(0), b16Columns);
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < nTiles; ++j)
+        LLVM::StoreOp::create(
+            e.builder(), e.location(),
+            e.packPair(acc[FragmentLayout::accIndex(i, j, 2 * h, nTiles)],
+                       acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
+                       dtype),
+            staged.address(16 * i + 8 * h, j), /*alignment=*/4);
 }

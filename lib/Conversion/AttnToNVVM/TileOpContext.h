@@ -142,6 +142,15 @@ llvm::SmallVector<mlir::Value> packAccumulatorAsA(Emitter &e,
                                                   int64_t mTiles, int64_t nTiles,
                                                   mlir::Type dtype);
 
+/// Stores the f32 accumulator values `acc` of a `rows x cols` fragment,
+/// rounded to `dtype`, into the swizzled row-major shared tile at `tile`
+/// (`b16Columns` 16-bit columns a row): each thread its pairs of adjacent
+/// columns as one 32-bit store at the address every reader of the tile uses.
+/// attn.store_frag is this; attn.store stages its tile with it.
+void storeAccumulatorToShared(TileOpContext &ctx, llvm::ArrayRef<mlir::Value> acc,
+                              int64_t rows, int64_t cols, mlir::Type dtype,
+                              mlir::Value tile, int64_t b16Columns);
+
 } // namespace flashtile::attn::lowering
 
 #endif // FLASHTILE_LIB_CONVERSION_ATTNTONVVM_TILEOPCONTEXT_H

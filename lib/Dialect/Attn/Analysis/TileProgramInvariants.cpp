@@ -60,36 +60,39 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
     return cols == tileN || cols == warpTileN || cols == headDim ||
            cols == headDimV || (keyGrid && cols == tileM);
   };
+  // What the rules allow, for the errors.
+  auto rowsText = [&] {
+    return "the config's tile_m = " + std::to_string(tileM) +
+           (keyGrid ? " (key tiles) or tile_n = " + std::to_string(tileN) +
+                          " (query tiles)"
+                    : std::string()) +
+           ", split over " + std::to_string(rowWarps) +
+           " row warps of 16-row mma tiles";
+  };
+  auto colsText = [&] {
+    return "none of the config's tile_n = " + std::to_string(tileN) + " (" +
+           std::to_string(warpTileN) + " per KV warp)" +
+           (keyGrid ? ", tile_m = " + std::to_string(tileM) : std::string()) +
+           " and the head dims " + std::to_string(headDim) + ", " +
+           std::to_string(headDimV);
+  };
   auto checkFrag = [&](Operation *at, Type type) -> LogicalResult {
     auto frag = dyn_cast<FragType>(type);
     if (!frag)
       return success();
     ArrayRef<int64_t> shape = frag.getShape();
-    std::string rowsText =
-        "the config's tile_m = " + std::to_string(tileM) +
-        (keyGrid ? " (key tiles) or tile_n = " + std::to_string(tileN) +
-                       " (query tiles)"
-                 : std::string()) +
-        ", split over " + std::to_string(rowWarps) + " row warps of 16-row "
-        "mma tiles";
-    std::string colsText =
-        "none of the config's tile_n = " + std::to_string(tileN) + " (" +
-        std::to_string(warpTileN) + " per KV warp)" +
-        (keyGrid ? ", tile_m = " + std::to_string(tileM) : std::string()) +
-        " and the head dims " + std::to_string(headDim) + ", " +
-        std::to_string(headDimV);
     if (frag.getLayout() == FragLayout::Cols) {
       if (!colsAllowed(shape[0]))
         return at->emitOpError() << "has a column vector " << type
-                                 << " whose size is " << colsText;
+                                 << " whose size is " << colsText();
       return success();
     }
     if (shape.empty() || !rowsAllowed(shape[0]))
       return at->emitOpError() << "has a fragment " << type
-                               << " whose rows are not " << rowsText;
+                               << " whose rows are not " << rowsText();
     if (shape.size() == 2 && !colsAllowed(shape[1]))
       return at->emitOpError() << "has a fragment " << type
-                               << " whose columns are " << colsText;
+                               << " whose columns are " << colsText();
     return success();
   };
 
