@@ -29,6 +29,8 @@ import sys
 
 import torch
 
+import ftgpu.reference  # tools/gpu/ftgpu, beside this script
+
 
 def driver():
     cuda = ctypes.CDLL("libcuda.so.1")
@@ -200,28 +202,17 @@ def check_compiled_tiles(folder, dev):
 
 
 def attention_grads(q, k, v, do, scale, causal):
-    """The float64 reference of the backward: O, LSE (natural log, -inf
-    for a row that sees no key) and dQ, dK, dV by autograd of the eager
-    attention (causal bottom-right aligned, FlashAttention-2's convention;
-    a row with no key has O = 0 and no gradient)."""
-    B, SQ, H, D = q.shape
-    SK, HKV = k.shape[1], k.shape[2]
-    qd, kd, vd = (x.detach().double().cpu().requires_grad_() for x in (q, k, v))
-    kk = kd.repeat_interleave(H // HKV, dim=2)
-    vv = vd.repeat_interleave(H // HKV, dim=2)
-    s = torch.einsum("bihd,bjhd->bhij", qd, kk) * scale
-    keep = torch.ones(SQ, SK, dtype=torch.bool)
-    if causal:
-        i = torch.arange(SQ)[:, None]
-        j = torch.arange(SK)[None, :]
-        keep = j <= i + SK - SQ
-    seen = keep.any(-1)[:, None]  # rows with at least one key
-    s = torch.where(keep, s, torch.where(seen, float("-inf"), 0.0))
-    p = torch.where(seen, torch.softmax(s, -1), 0.0)
-    o = torch.einsum("bhij,bjhd->bihd", p, vv)
-    lse = torch.where(seen[:, 0], torch.logsumexp(s, -1), float("-inf"))
-    dq, dk, dv = torch.autograd.grad(o, (qd, kd, vd), do.double().cpu())
-    return o.detach(), lse.detach(), dq, dk, dv
+    """The float64 reference of the backward on (B, S, H, D) tensors: O,
+    the LSE (B, H, S_q) of ftgpu.reference.attention, and dQ, dK, dV by
+    autograd through it (a row that sees no key has no gradient)."""
+    qd, kd, vd = (x.detach().double().cpu().requires_grad_()
+                  for x in (q, k, v))
+    o, lse = ftgpu.reference.attention(
+        qd.transpose(1, 2), kd.transpose(1, 2), vd.transpose(1, 2), scale,
+        causal=causal)
+    dq, dk, dv = torch.autograd.grad(
+        o, (qd, kd, vd), do.double().cpu().transpose(1, 2))
+    return o.detach().transpose(1, 2), lse.detach(), dq, dk, dv
 
 
 def check_bwd_causal(folder, dev, gen, runtime):
