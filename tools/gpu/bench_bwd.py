@@ -30,43 +30,14 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftgpu.timing  # noqa: E402
+from bench_fwd import Peers, runtime  # noqa: E402  (sets up the path)
 
 
-def load_runtime():
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-    try:
-        from flashtile import runtime
-    except ImportError:
-        sys.path.insert(0, os.path.join(root, "build-rt", "python_bindings"))
-        from flashtile import runtime
-    return runtime
-
-
-def peer_backward(peer, q, k, v, do, scale, causal):
-    """A callable running the peer's backward (forward once, graph kept)."""
-    import torch.nn.functional as F
+def peer_backward(peers, peer, q, k, v, do, scale, causal):
+    """A callable running the peer's backward: bench_fwd's forward of the
+    peer on (B, H, S, D) views, run once with the graph kept."""
     qt, kt, vt = (x.transpose(1, 2).detach().requires_grad_() for x in (q, k, v))
-    if peer in ("sdpa-flash", "cudnn"):
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = {"sdpa-flash": SDPBackend.FLASH_ATTENTION,
-                   "cudnn": SDPBackend.CUDNN_ATTENTION}[peer]
-        with sdpa_kernel(backend):
-            out = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal,
-                                                 scale=scale)
-    else:
-        from torch._dynamo import config as cfg
-        for knob in ("cache_size_limit", "recompile_limit"):
-            if hasattr(cfg, knob):
-                setattr(cfg, knob, max(getattr(cfg, knob), 256))
-        from torch.nn.attention.flex_attention import (create_block_mask,
-                                                       flex_attention)
-        flex = torch.compile(flex_attention, dynamic=False)
-        mask = None
-        if causal:
-            mask = create_block_mask(lambda b, h, i, j: j <= i, None, None,
-                                     q.shape[1], k.shape[1], device=q.device)
-        out = flex(qt, kt, vt, block_mask=mask, scale=scale)
+    out = peers.make(peer, qt, kt, vt, scale, causal, (-1, -1))()
     dot = do.transpose(1, 2)
 
     def run():
@@ -84,8 +55,8 @@ def main():
     parser.add_argument("--peers", nargs="+",
                         default=["sdpa-flash", "cudnn", "flex"])
     args = parser.parse_args()
-    runtime = load_runtime()
     kernel = runtime.load(args.plan)
+    peers = Peers(torch)
     D, causal, dev = 64, True, "cuda"
     H = args.heads
     print(f"{'S':>6} {'impl':>11} {'ms':>8} {'TFLOP/s':>8} {'speedup':>8}")
@@ -110,7 +81,7 @@ def main():
         for peer in args.peers:
             try:
                 pms = ftgpu.timing.time_ms(
-                    peer_backward(peer, q, k, v, do, scale, causal))
+                    peer_backward(peers, peer, q, k, v, do, scale, causal))
                 print(f"{S:6} {peer:>11} {pms:8.3f} {flops / pms / 1e9:8.1f}"
                       f" {pms / ms:8.2f}")
             except Exception as e:  # noqa: BLE001
