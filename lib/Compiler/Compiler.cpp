@@ -6,6 +6,7 @@
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 #include "flashtile/Conversion/Passes.h"
+#include "flashtile/Dialect/Attn/Transforms/BuildBackward.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -500,8 +501,37 @@ compileFamily(ModuleOp module, ArrayRef<FamilyOp> families,
   return compileOnce(module, ConfigOverrides(), options, ptxas);
 }
 
+/// The backward family of the module's one kernel-level attention, built
+/// into a copy of the module and compiled as a family.
+static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
+                                                 const CompileOptions &options) {
+  SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
+  if (!module.getOps<FamilyOp>().empty() || kernels.size() != 1 ||
+      isTileProgram(kernels.front()))
+    return emitError(kernels.empty() ? module.getLoc() : kernels.front().getLoc())
+           << "the backward is built from one kernel-level attn.kernel (one "
+              "that holds an attn.attention); a tile program or a family "
+              "states its own kernels";
+  if (options.pins.any())
+    return kernels.front().emitError()
+           << "config options do not apply to the backward: its config is "
+              "chosen for the backward's own buffers";
+  if (failed(checkCodePath(kernels.front(), options)))
+    return failure();
+  OwningOpRef<ModuleOp> work = module.clone();
+  KernelOp forward = *work->getOps<KernelOp>().begin();
+  if (failed(buildBackwardFamily(forward)))
+    return failure();
+  forward.erase();
+  CompileOptions family = options;
+  family.direction = Direction::Forward;
+  return compile(*work, family);
+}
+
 FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
                                              const CompileOptions &options) {
+  if (options.direction == Direction::Backward)
+    return compileBackward(module, options);
   SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
   auto families = llvm::to_vector(module.getOps<FamilyOp>());
   if (!families.empty())

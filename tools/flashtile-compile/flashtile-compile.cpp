@@ -76,6 +76,15 @@ static cl::opt<bool> pagedKV(
              "dim) addressed through an i32 (batch, max_pages) block_table "
              "argument"),
     cl::init(false), cl::cat(specCat));
+enum class DirectionFlag { Fwd, Bwd };
+static cl::opt<DirectionFlag> direction(
+    "direction", cl::desc("Which pass of the attention to build"),
+    cl::init(DirectionFlag::Fwd),
+    cl::values(clEnumValN(DirectionFlag::Fwd, "fwd", "the forward (O, LSE)"),
+               clEnumValN(DirectionFlag::Bwd, "bwd",
+                          "the backward: one plan of preprocess, main and "
+                          "convert kernels (dQ, dK, dV from O, LSE, dO)")),
+    cl::cat(specCat));
 static cl::opt<std::string> kernelName("kernel-name",
                                        cl::desc("Symbol of the kernel"),
                                        cl::init("flash_fwd"),
@@ -457,6 +466,8 @@ int main(int argc, char **argv) {
     return 1;
   CompileOptions options;
   options.pins = *pins;
+  options.direction = direction == DirectionFlag::Bwd ? Direction::Backward
+                                                      : Direction::Forward;
   options.stopAfter = stageOf(emit);
   options.ptxasPath = ptxasPath;
   options.ptxasTimeoutSeconds = ptxasTimeout;
@@ -482,6 +493,11 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (emit == Emit::Configs && options.direction == Direction::Backward) {
+    emitError(flagsLoc) << "--emit=configs ranks the forward's candidates; "
+                           "the backward's config is in --emit=plan";
+    return 1;
+  }
   if (emit == Emit::Configs) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -493,8 +509,10 @@ int main(int argc, char **argv) {
     return failed(writeOutputs({{outputFile, text}}, module->getLoc())) ? 1 : 0;
   }
 
-  // A family is one compile: its kernels in one cubin and one plan.
-  bool family = !module->getOps<FamilyOp>().empty();
+  // A family is one compile: its kernels in one cubin and one plan. So is
+  // a backward.
+  bool family = !module->getOps<FamilyOp>().empty() ||
+                options.direction == Direction::Backward;
   // Else each kernel is compiled on its own; the outputs are concatenated
   // (one kernel per cubin).
   if (!family && kernels.size() != 1 && emit != Emit::Plan &&

@@ -36,7 +36,7 @@ grep -v '^#' "$root/tools/kernel-matrix.txt" | while read -r name sets flags; do
   # shellcheck disable=SC2086
   build "$name" $flags < /dev/null
 done
-case "$mode" in sweep | decode) exit 0 ;; esac
+case "$mode" in sweep | decode | bwd) exit 0 ;; esac
 
 # The variant examples (dsl/examples), SM120 configuration, bf16 and f16,
 # with the causalities tools/gpu/check_variants.py runs; and the built-in

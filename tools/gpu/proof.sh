@@ -31,7 +31,8 @@
 #  14. mma: check_mma.py (every instruction of the mma table, one tile
 #      gathered by the compiler's fragment tables, against torch; the
 #      tile programs, the causal backward family included)
-#  15. bench-bwd: bench_bwd.py (the backward next to FA2, cuDNN and Flex)
+#  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
+#      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -290,11 +291,19 @@ status=$?
 stage mma "$(verdict $status)" "$(grep -E 'instructions passed' "$out/mma.txt" | tail -1) (mma.txt)"
 fi
 
-# 15. The backward's speed: bench_bwd.py, the causal backward family of
-# tools/gpu/tiles next to FA2 (SDPA flash), cuDNN and Flex backward.
+# 15. The compiler-built backward families (--direction=bwd, kernels/bwd):
+# check_bwd.py against float64 autograd and FA2's rule, then bench_bwd.py
+# next to FA2 (SDPA flash), cuDNN and Flex backward.
+if want bwd; then
+timeout 300 python3 "$root/tools/gpu/check_bwd.py" --folder "$kernels/bwd" \
+  > "$out/bwd.txt" 2>&1
+status=$?
+stage bwd "$(verdict $status)" "$(grep -E 'gradients passed' "$out/bwd.txt" | tail -1) (bwd.txt)"
+fi
 if want bench-bwd; then
 timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
-  "$kernels/tiles/bwd_causal.plan.json" > "$out/bench_bwd.txt" 2>&1
+  "$kernels"/bwd/bwd_bf16_d64_*.plan.json "$kernels"/bwd/bwd_bf16_d128_*.plan.json \
+  > "$out/bench_bwd.txt" 2>&1
 status=$?
 stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"
 fi

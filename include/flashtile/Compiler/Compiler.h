@@ -54,7 +54,20 @@ enum class CompileStage {
   Cubin,
 };
 
+/// Which pass of the attention a compile builds.
+enum class Direction {
+  /// The kernel as written: the forward of a kernel-level attention, or a
+  /// tile program or family.
+  Forward,
+  /// The backward family of a kernel-level attention
+  /// (flashtile/Dialect/Attn/Transforms/BuildBackward.h): one plan of
+  /// three kernels that takes the forward's tensors, O, LSE and dO, and
+  /// writes dQ, dK and dV.
+  Backward,
+};
+
 struct CompileOptions {
+  Direction direction = Direction::Forward;
   /// Tile parameters to pin; the rest are searched. When all five are given
   /// the config is taken as is and the allocator is its only judge.
   attn::ConfigOverrides pins;

@@ -9,6 +9,7 @@
 #include "Patterns.h"
 #include "TileOpContext.h"
 
+#include "flashtile/ABI/KernelRules.h"
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
@@ -235,6 +236,21 @@ struct SoftmaxScaleLowering : public ConvertOpToLLVMPattern<SoftmaxScaleOp> {
   }
 };
 
+/// attn.size in a tile program's body (a backward's GQA group): the
+/// launch's value, as in hooks (HookEmitter::size).
+struct SizeLowering : public ConvertOpToLLVMPattern<SizeOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(SizeOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    StringRef name = op.getName();
+    rewriter.replaceOp(op, name == abi::kBatchSize ? getBatchParam(op)
+                                                   : getKernelParam(op, name));
+    return success();
+  }
+};
+
 /// attn.kv_loop -> emitForLoop counting j from upper - 1 down to lower,
 /// its body the op's block, inlined with j and the carried state.
 struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
@@ -278,6 +294,7 @@ struct KVLoopLowering : public ConvertOpToLLVMPattern<KVLoopOp> {
 void lowering::populateKernelPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
   patterns.add<KernelOpLowering, BlockContextLowering, KVBoundsLowering,
-               KVSplitLowering, SoftmaxScaleLowering, KVLoopLowering>(
+               KVSplitLowering, SoftmaxScaleLowering, SizeLowering,
+               KVLoopLowering>(
       converter);
 }

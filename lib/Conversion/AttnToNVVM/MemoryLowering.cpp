@@ -83,8 +83,9 @@ struct CopyAsyncLowering : public AttnOpLoweringPattern<CopyAsyncOp> {
     // to, which the pipeline only ever refills once it is free, so the KV
     // loop body stays one basic block that ptxas can schedule as a whole.
     ThreadCoords &thread = ctx.thread();
-    Value slotBase =
-        getSlotAddress(e, adaptor.getDst(), dstType, adaptor.getTile());
+    Value slotBase = getSlotAddress(
+        e, adaptor.getDst(), dstType,
+        adaptor.getSlot() ? adaptor.getSlot() : adaptor.getTile());
     std::optional<TensorRows> source;
     if (op.getPages())
       source.emplace(e, adaptor.getSrc(), adaptor.getBatch(),

@@ -46,7 +46,7 @@ bool attn::isAsyncCopy(Operation *op) {
 SmallVector<SharedAccess> attn::getSharedAccesses(Operation *op) {
   SmallVector<SharedAccess> accesses;
   if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
-    accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
+    accesses.push_back({copy.getDst(), copy.getSlotIndex(), /*write=*/true});
   } else if (auto copy = dyn_cast<CopyTileOp>(op)) {
     accesses.push_back({copy.getDst(), copy.getTile(), /*write=*/true});
   } else if (auto load = dyn_cast<LoadFragOp>(op)) {
@@ -173,16 +173,18 @@ int64_t SyncChecker::Impl::eval(Value v) {
 void SyncChecker::Impl::assignLoopBounds(ArrayRef<int64_t> trips,
                                          int64_t base) {
   for (auto [loop, trip] : llvm::zip(loops, trips)) {
+    // A bound the block computes (a leaf, or an expression of leaves such
+    // as a backward's group * tiles) takes the value that gives the trace
+    // its trip count: it is a free value of the trace like a leaf.
     Value lo = loop.getLower(), hi = loop.getUpper();
     std::optional<int64_t> h = evalKnown(hi), l = evalKnown(lo);
-    if (h && !l && isLeaf(lo))
+    if (h && !l)
       env[lo] = *h - trip;
-    else if (l && !h && isLeaf(hi))
+    else if (l && !h)
       env[hi] = *l + trip;
-    else if (!h && !l && isLeaf(hi)) {
+    else if (!h && !l) {
       env[hi] = base;
-      if (isLeaf(lo))
-        env[lo] = base - trip;
+      env[lo] = base - trip;
     }
   }
 }

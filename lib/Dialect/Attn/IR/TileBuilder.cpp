@@ -98,10 +98,10 @@ Value TileBuilder::buffer(StringRef name, int64_t slots, int64_t rows,
 
 void TileBuilder::copy(Value src, Value batch, Value tile, Value head,
                        Value dst, Value pages, Value limit, bool packed,
-                       const char *file, unsigned line) {
+                       Value slot, const char *file, unsigned line) {
   Location here = at(file, line);
   CopyAsyncOp::create(b, here, src, batch, tile, head, dst, pages, limit,
-                      packed);
+                      slot, packed);
 }
 
 Value TileBuilder::load(Value src, const char *file, unsigned line) {

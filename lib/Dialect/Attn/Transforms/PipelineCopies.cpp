@@ -25,9 +25,12 @@
 // copy_async zero-fills or reads harmlessly.
 //
 // With S = 1 and 2 this is FlashAttention-2's schedule, and the built-in
-// expansion relies on it. A copy the pass does not recognise (another
-// index, a second copy of the buffer, a read before the copy) is left
-// where the program put it. The pass only moves copies; the waits and
+// expansion relies on it. A copy that names its step by the loop index
+// (`slot %j`) while its tile and head are computed from it (the backward's
+// walk over a GQA group's heads) is pipelined the same way: the pure ops
+// that compute them are re-emitted for step j - d. A copy the pass does
+// not recognise (another index, a second copy of the buffer, a read
+// before the copy) is left where the program put it. The pass only moves copies; the waits and
 // barriers, and the proof that the result is race-free, come from
 // attn-insert-barriers.
 //
@@ -38,7 +41,10 @@
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace flashtile::attn {
 #define GEN_PASS_DEF_ATTNPIPELINECOPIES
@@ -62,11 +68,38 @@ bool accesses(Operation *op, Value buffer) {
   });
 }
 
+/// The ops of `loop`'s body that `roots` are computed by, in body order
+/// (empty when every root is defined outside the body), or failure when
+/// one of them has memory effects or reads shared memory (re-emitting them
+/// at another step is then not safe).
+FailureOr<SmallVector<Operation *>> computedInBody(KVLoopOp loop,
+                                                  ArrayRef<Value> roots) {
+  Block &body = loop.getBody().front();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != &body || slice.contains(def))
+      continue;
+    if (!isMemoryEffectFree(def) || def->getNumRegions() != 0 ||
+        !getSharedAccesses(def).empty())
+      return failure();
+    slice.insert(def);
+    llvm::append_range(work, def->getOperands());
+  }
+  SmallVector<Operation *> ordered = slice.takeVector();
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
 /// Whether two copies read the same tensor rows the same way (all but the
-/// tile index).
+/// tile index; a copy with a slot computes its tile and head per step).
 bool sameSource(CopyAsyncOp a, CopyAsyncOp b) {
+  bool perStep = a.getSlot() && b.getSlot();
   return a.getSrc() == b.getSrc() && a.getBatch() == b.getBatch() &&
-         a.getHead() == b.getHead() && a.getDst() == b.getDst() &&
+         (perStep || a.getHead() == b.getHead()) && a.getDst() == b.getDst() &&
          a.getPages() == b.getPages() && a.getLimit() == b.getLimit() &&
          a.getPacked() == b.getPacked();
 }
@@ -106,8 +139,9 @@ FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like) {
     if (!accesses(&op, buffer))
       continue;
     if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
-      if (step.copy || lastRead || copy.getTile() != j ||
-          !sameSource(copy, like))
+      if (step.copy || lastRead || copy.getSlotIndex() != j ||
+          !sameSource(copy, like) ||
+          failed(computedInBody(loop, {copy.getTile(), copy.getHead()})))
         return failure();
       step.copy = copy;
       continue;
@@ -136,16 +170,48 @@ FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like) {
 /// What a pipelined copy reads and writes, all but the tile.
 struct CopySource {
   Location loc;
-  Value src, batch, head, dst, pages, limit;
-  bool packed;
-  explicit CopySource(CopyAsyncOp copy)
+  Value src, batch, tile, head, dst, pages, limit;
+  bool packed, perStep;
+  /// With a slot: the loop index, and the body's ops that compute the tile
+  /// and the head from it.
+  Value index;
+  SmallVector<Operation *> computation;
+  CopySource(CopyAsyncOp copy, KVLoopOp loop)
       : loc(copy.getLoc()), src(copy.getSrc()), batch(copy.getBatch()),
-        head(copy.getHead()), dst(copy.getDst()), pages(copy.getPages()),
-        limit(copy.getLimit()), packed(copy.getPacked()) {}
+        tile(copy.getTile()), head(copy.getHead()), dst(copy.getDst()),
+        pages(copy.getPages()), limit(copy.getLimit()),
+        packed(copy.getPacked()), perStep(bool(copy.getSlot())),
+        index(loop.getBody().front().getArgument(0)) {
+    if (perStep)
+      computation = *computedInBody(loop, {tile, head});
+  }
 
-  void build(OpBuilder &b, KernelOp kernel, Value tile, int64_t back) const {
+  /// The values from outside the loop the copy of a step needs.
+  SmallVector<Value> outsideOperands() const {
+    SmallVector<Value> operands = {src, batch, dst, pages, limit};
+    if (!perStep)
+      operands.push_back(head);
+    for (Operation *op : computation)
+      for (Value v : op->getOperands())
+        if (v != index && !llvm::is_contained(computation, v.getDefiningOp()))
+          operands.push_back(v);
+    return operands;
+  }
+
+  /// The copy of step `step - back`.
+  void build(OpBuilder &b, KernelOp kernel, Value step, int64_t back) const {
     TileBuilder t(b, loc, kernel);
-    t.copy(src, batch, t.minus(tile, back), head, dst, pages, limit, packed);
+    Value earlier = t.minus(step, back);
+    if (!perStep) {
+      t.copy(src, batch, earlier, head, dst, pages, limit, packed);
+      return;
+    }
+    IRMapping mapping;
+    mapping.map(index, earlier);
+    for (Operation *op : computation)
+      b.clone(*op, mapping);
+    t.copy(src, batch, mapping.lookupOrDefault(tile),
+           mapping.lookupOrDefault(head), dst, pages, limit, packed, earlier);
   }
 };
 
@@ -181,7 +247,7 @@ private:
     Value j0 = first.getBody().front().getArgument(0);
     SmallVector<CopyAsyncOp> candidates;
     for (auto copy : first.getBody().front().getOps<CopyAsyncOp>())
-      if (copy.getTile() == j0)
+      if (copy.getSlotIndex() == j0)
         candidates.push_back(copy);
 
     SmallVector<PrologueCopy> prologue;
@@ -207,7 +273,7 @@ private:
                                     : "at the top of the step");
       if (distance > 0)
         prologue.push_back(
-            {distance, steps.front().firstRead, CopySource(like)});
+            {distance, steps.front().firstRead, CopySource(like, first)});
       for (Step &step : steps)
         moveCopy(kernel, step, distance, ahead);
     }
@@ -230,7 +296,8 @@ private:
       b.setInsertionPoint(step.afterLastRead);
     else
       b.setInsertionPointToStart(&body);
-    CopySource(step.copy).build(b, kernel, body.getArgument(0), distance);
+    CopySource(step.copy, step.loop)
+        .build(b, kernel, body.getArgument(0), distance);
     step.copy.erase();
     step.copy = nullptr;
   }
@@ -290,9 +357,8 @@ private:
   /// prologue copy of `source` needs, whichever comes later (null: the top).
   static Operation *belowOperands(KVLoopOp first, const CopySource &source,
                                   Operation *at) {
-    SmallVector<Value> operands = {first.getUpper(), source.src, source.batch,
-                                   source.head,      source.dst, source.pages,
-                                   source.limit};
+    SmallVector<Value> operands = source.outsideOperands();
+    operands.push_back(first.getUpper());
     Block *block = first->getBlock();
     for (Value v : operands) {
       Operation *def = v ? v.getDefiningOp() : nullptr;

@@ -536,6 +536,12 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
     attention's `pages`). `limit %n`: rows at or past n are zero-filled too
     (a key range's `key_end`).
 
+    `slot %s`: the copy fills slot `s mod slots` instead, and `s` is the
+    tile's name in the race proof and the pipeline (reads name it). A loop
+    whose steps are not one tile sequence (the backward's walk over the
+    query tiles of every head of a GQA group) names its steps by the loop
+    index this way while `tile` and `head` are computed from it.
+
     ```mlir
     attn.copy_async %k[%b, %j, %hkv] -> %ks : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x64x128xf16, 3>
     attn.copy_async %q[%b, %mb, %h] -> %qs {packed} : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<1x16x128xf16, 3>
@@ -544,13 +550,19 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
   let arguments = (ins Attn_GlobalTensor:$src, Index:$batch, Index:$tile,
                        Index:$head, Arg<Attn_SharedBuffer, "", [MemWrite]>:$dst,
                        Optional<Attn_PageTable>:$pages, Optional<Index>:$limit,
-                       UnitAttr:$packed);
+                       Optional<Index>:$slot, UnitAttr:$packed);
   let assemblyFormat = [{
     $src `[` $batch `,` $tile `,` $head `]`
     (`pages` $pages^ `:` qualified(type($pages)))? (`limit` $limit^)?
+    (`slot` $slot^)?
     `->` $dst attr-dict `:` qualified(type($src)) `->` qualified(type($dst))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The index whose slot the copy fills and by which reads name it:
+    /// `slot`, or the tile.
+    ::mlir::Value getSlotIndex() { return getSlot() ? getSlot() : getTile(); }
+  }];
 }
 
 def Attn_CopyTileOp : Attn_Op<"copy_tile"> {

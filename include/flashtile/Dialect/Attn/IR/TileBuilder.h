@@ -85,10 +85,13 @@ public:
   mlir::Value buffer(llvm::StringRef name, int64_t slots, int64_t rows,
                      int64_t cols, mlir::Type elementType = {},
                      FLASHTILE_CALLER);
-  /// attn.copy_async of tile `tile` of `src` into its slot of `dst`.
+  /// attn.copy_async of tile `tile` of `src` into its slot of `dst` (the
+  /// slot of `slot` when given: a loop index naming a step whose tile and
+  /// head are computed from it).
   void copy(mlir::Value src, mlir::Value batch, mlir::Value tile,
             mlir::Value head, mlir::Value dst, mlir::Value pages = {},
-            mlir::Value limit = {}, bool packed = false, FLASHTILE_CALLER);
+            mlir::Value limit = {}, bool packed = false,
+            mlir::Value slot = {}, FLASHTILE_CALLER);
   /// attn.load_frag: slot 0 of `src` into registers.
   mlir::Value load(mlir::Value src, FLASHTILE_CALLER);
 

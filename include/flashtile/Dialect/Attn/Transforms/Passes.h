@@ -5,6 +5,8 @@
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Pass/Pass.h"
 
 namespace flashtile::attn {

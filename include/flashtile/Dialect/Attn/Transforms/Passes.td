@@ -59,6 +59,21 @@ def AttnExpandToTiles : Pass<"attn-expand-to-tiles", "::flashtile::attn::KernelO
   }];
 }
 
+def AttnBuildBackward : Pass<"attn-build-backward", "::mlir::ModuleOp"> {
+  let summary = "Replace a kernel-level attention by its backward family";
+  let description = [{
+    The module's one kernel-level `attn.kernel` is replaced by the three
+    tile programs of its backward and the `attn.family` that launches them
+    (BuildBackward.h): a preprocess kernel (D = rowsum(dO O)), the main
+    kernel over key tiles (dK, dV in registers, dQ by f32 atomics) and the
+    dQ convert. They are built with the public tile builder; copies,
+    barriers and bytes come from the passes that follow, as for any tile
+    program. `flashtile-compile --direction=bwd` runs the same builder.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def AttnPipelineCopies : Pass<"attn-pipeline-copies", "::flashtile::attn::KernelOp"> {
   let summary = "Software-pipeline the KV tiles' copies of a tile program";
   let description = [{

@@ -1,0 +1,37 @@
+//===- BuildBackward.h - The backward family of an attention -----*- C++ -*-===//
+//
+// The backward of a kernel-level attention (FlashAttention-2's algorithm,
+// Dao 2023, Algorithm 2) as an attn.family of three tile programs, built
+// with the public tile builder as the forward's expansion is:
+//   1. <name>_bwd_preprocess (query tiles): D = rowsum(dO * O) into the
+//      workspace `d`;
+//   2. <name>_bwd_main (grid = "keys"): block (n, h_kv, b) keeps key tile n
+//      of K and V in shared memory and dK, dV in registers, and walks the
+//      query tiles that see it, of every query head of h_kv's group (GQA's
+//      dK / dV are reduced over the group in the registers' f32, never
+//      through an expanded copy); dQ goes to the f32 workspace `dq_accum`
+//      by f32 atomics;
+//   3. <name>_bwd_convert (query tiles): dq_accum rounded into dQ.
+// The family's tensors are the forward's q, k, v, o, lse and the upstream
+// do, the workspaces d and dq_accum, and the gradients dq, dk, dv.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FLASHTILE_DIALECT_ATTN_TRANSFORMS_BUILDBACKWARD_H
+#define FLASHTILE_DIALECT_ATTN_TRANSFORMS_BUILDBACKWARD_H
+
+#include "flashtile/Dialect/Attn/IR/Attn.h"
+
+namespace flashtile::attn {
+
+/// Appends the backward family of `forward` (a kernel-level attn.kernel) to
+/// its module: the three kernels above and the attn.family
+/// `<name>_bwd`. The config is the first candidate whose shared-memory plan
+/// fits the chip; when none does, the last one is built and
+/// attn-allocate-shared-memory reports it. Fails with an error at the
+/// attention, and adds nothing, for what the backward does not cover yet.
+mlir::FailureOr<FamilyOp> buildBackwardFamily(KernelOp forward);
+
+} // namespace flashtile::attn
+
+#endif // FLASHTILE_DIALECT_ATTN_TRANSFORMS_BUILDBACKWARD_H

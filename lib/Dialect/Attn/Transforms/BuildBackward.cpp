@@ -1,0 +1,423 @@
+//===- BuildBackward.cpp - The backward family of an attention ------------===//
+//
+// The main kernel works transposed, key rows first, so that dK and dV
+// accumulate in registers (FlashAttention-2's backward, Algorithm 2). For
+// the query tile i of head h that step j visits:
+//   S^T  = K Q_i^T                     (A: K from shared memory)
+//   P^T  = exp(scale S^T - LSE_i)      (LSE_i a `cols` vector: per query)
+//   dP^T = V dO_i^T
+//   dS^T = P^T (dP^T - D_i) scale
+//   dV  += P^T dO_i,  dK += dS^T Q_i   (A: P^T, dS^T from registers)
+//   dQ_i += dS K                       (dS^T through shared memory, read
+//                                       back transposed; f32 atomics)
+// Entries outside the problem (past either sequence, outside the window,
+// a row whose LSE is -inf: it kept no key) have P = 0, so they add
+// nothing, and a fully masked row's gradients stay 0.
+//
+// The walk over (head, query tile) pairs is one KV loop whose index names
+// the step (copy_async's `slot`): the pipeline and the race proof see one
+// sequence of steps, and the tile and head are computed from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashtile/Dialect/Attn/Transforms/BuildBackward.h"
+#include "flashtile/ABI/KernelRules.h"
+#include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
+#include "flashtile/Dialect/Attn/IR/TileBuilder.h"
+#include "flashtile/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cmath>
+#include <limits>
+
+namespace flashtile::attn {
+#define GEN_PASS_DEF_ATTNBUILDBACKWARD
+#include "flashtile/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace flashtile::attn
+
+using namespace mlir;
+using namespace flashtile;
+using namespace flashtile::attn;
+
+namespace {
+
+/// One candidate shape of the backward: the main kernel's tiles and the
+/// query side's slots (2: the next step's Q and dO land while this one
+/// computes).
+struct BackwardShape {
+  int64_t tileM, tileN, warps, qSlots, doSlots;
+};
+
+/// The candidates, best first (FlashAttention-2's SM80 backward picks its
+/// tiles from the opt-in shared-memory limit the same way).
+SmallVector<BackwardShape> getBackwardShapes(int64_t headDim) {
+  if (headDim <= 128)
+    return {{64, 64, 4, 2, 2}, {64, 64, 4, 1, 2}, {64, 64, 4, 1, 1}};
+  return {{32, 32, 2, 1, 1}};
+}
+
+/// The values the three kernels share.
+struct BackwardBuilder {
+  KernelOp forward;
+  AttentionOp attention;
+  Location loc;
+  MemRefType qType, kType, vType, oType, lseType, accType;
+  int64_t headDim, headDimV, windowLeft, windowRight;
+  float scale;
+
+  BackwardBuilder(KernelOp forward, AttentionOp attention)
+      : forward(forward), attention(attention), loc(attention.getLoc()) {
+    qType = cast<MemRefType>(forward.getQ().getType());
+    kType = cast<MemRefType>(forward.getK().getType());
+    vType = cast<MemRefType>(forward.getV().getType());
+    oType = cast<MemRefType>(forward.getO().getType());
+    lseType = cast<MemRefType>(forward.getLse().getType());
+    MLIRContext *ctx = forward.getContext();
+    int64_t dyn = ShapedType::kDynamic;
+    accType = MemRefType::get(
+        {dyn, dyn, dyn, qType.getDimSize(3)}, Float32Type::get(ctx),
+        StridedLayoutAttr::get(ctx, 0, {dyn, dyn, dyn, 1}));
+    headDim = getPaddedHeadDim(qType.getDimSize(3));
+    headDimV = getPaddedHeadDim(vType.getDimSize(3));
+    std::tie(windowLeft, windowRight) = attention.getEffectiveWindow();
+    scale = attention.getScale();
+  }
+
+  /// The family's tensors, in argument order.
+  ArrayAttr tensorDecls(Builder &b) {
+    auto decl = [&](StringRef name, StringRef role, bool keySide) {
+      const abi::SequenceSide &side = keySide ? abi::kKeySide : abi::kQuerySide;
+      return cast<Attribute>(TensorAttr::get(
+          b.getContext(), b.getStringAttr(name), b.getStringAttr(role),
+          b.getStringAttr(side.rows), b.getStringAttr(side.heads)));
+    };
+    return b.getArrayAttr(
+        {decl("q", "in", false), decl("k", "in", true), decl("v", "in", true),
+         decl("o", "in", false), decl("lse", "in", false),
+         decl("do", "in", false), decl("d", "workspace", false),
+         decl("dq_accum", "workspace", false), decl("dq", "out", false),
+         decl("dk", "out", true), decl("dv", "out", true)});
+  }
+  SmallVector<Type> tensorTypes() {
+    return {qType,   kType,   vType,   oType, lseType, oType,
+            lseType, accType, qType,   kType, vType};
+  }
+  enum Arg { Q, K, V, O, Lse, DO, D, DQAccum, DQ, DK, DV };
+
+  KernelOp createKernel(OpBuilder &b, StringRef suffix, ConfigAttr config,
+                        bool keyGrid) {
+    std::string name = (forward.getSymName() + suffix).str();
+    auto kernel = KernelOp::create(
+        b, loc, b.getStringAttr(name), forward.getArch(), config,
+        IntegerAttr(), ArrayAttr(), ArrayAttr(), ProblemAttr(),
+        tensorDecls(b), keyGrid ? b.getStringAttr("keys") : StringAttr());
+    // What the attention said (causal, window, scale) is the plan's too.
+    kernel.setProblemAttr(forward.getProblemInfo());
+    Block *body = new Block();
+    kernel.getBody().push_back(body);
+    for (Type type : tensorTypes())
+      body->addArgument(type, loc);
+    return kernel;
+  }
+
+  static Value arg(KernelOp kernel, Arg which) {
+    return kernel.getBodyBlock().getArgument(which);
+  }
+
+  void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM);
+  void buildMain(OpBuilder &b, KernelOp kernel, const BackwardShape &shape);
+  void buildConvert(OpBuilder &b, KernelOp kernel, int64_t tileM);
+};
+
+} // namespace
+
+void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
+                                      int64_t tileM) {
+  b.setInsertionPointToStart(&kernel.getBodyBlock());
+  TileBuilder t(b, loc, kernel);
+  TileBuilder::Block blk = t.blockContext();
+  Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
+  Value zero = t.index(0);
+  Value o = t.loadTile(arg(kernel, O), {blk.batch, row, blk.head, zero}, tileM,
+                       headDimV);
+  Value dO = t.loadTile(arg(kernel, DO), {blk.batch, row, blk.head, zero},
+                        tileM, headDimV);
+  Value product = t.map({dO, o}, [](OpBuilder &b, Location loc, ValueRange x) {
+    return arith::MulFOp::create(b, loc, x[0], x[1]).getResult();
+  });
+  Value d = t.reduceRows(product, "sum");
+  t.storeTile(d, arg(kernel, D), {blk.batch, blk.head, row});
+}
+
+void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
+                                   int64_t tileM) {
+  b.setInsertionPointToStart(&kernel.getBodyBlock());
+  TileBuilder t(b, loc, kernel);
+  TileBuilder::Block blk = t.blockContext();
+  Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
+  SmallVector<Value> at = {blk.batch, row, blk.head, t.index(0)};
+  Value dq = t.loadTile(arg(kernel, DQAccum), at, tileM, headDim);
+  t.storeTile(dq, arg(kernel, DQ), at);
+}
+
+void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
+                                const BackwardShape &shape) {
+  b.setInsertionPointToStart(&kernel.getBodyBlock());
+  TileBuilder t(b, loc, kernel);
+  Type f32 = b.getF32Type(), dtype = qType.getElementType();
+  int64_t tileM = shape.tileM, tileN = shape.tileN;
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, loc, x, y).getResult();
+  };
+  auto sub = [&](Value x, Value y) {
+    return arith::SubIOp::create(b, loc, x, y).getResult();
+  };
+  auto mul = [&](Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, t.index(y)).getResult();
+  };
+  auto max = [&](Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y).getResult();
+  };
+  auto min = [&](Value x, Value y) {
+    return arith::MinSIOp::create(b, loc, x, y).getResult();
+  };
+  // Every quotient's dividend is clamped non-negative first.
+  auto divide = [&](Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, t.index(y)).getResult();
+  };
+
+  TileBuilder::Block blk = t.blockContext();
+  Value ks = t.buffer("K", 1, tileN, headDim);
+  Value vs = t.buffer("V", 1, tileN, headDimV);
+  Value qs = t.buffer("Q", shape.qSlots, tileM, headDim);
+  Value dos = t.buffer("dO", shape.doSlots, tileM, headDimV);
+  Value dss = t.buffer("dS", 1, tileN, tileM);
+  Value n = blk.mBlock;
+  t.copy(arg(kernel, K), blk.batch, n, blk.kvHead, ks);
+  t.copy(arg(kernel, V), blk.batch, n, blk.kvHead, vs);
+
+  // The query tiles [lo, hi) that see a key of [kv0, kv0 + tileN): query q
+  // sees key k when q + shift - left <= k <= q + shift + right.
+  Value kv0 = mul(n, tileN);
+  Value tiles = divide(add(blk.seqlenQ, t.index(tileM - 1)), tileM);
+  Value shift = sub(blk.seqlenK, blk.seqlenQ);
+  Value lo = t.index(0), hi = tiles;
+  if (windowRight >= 0) {
+    Value first = sub(sub(kv0, shift), t.index(windowRight));
+    lo = min(divide(max(first, t.index(0)), tileM), tiles);
+  }
+  if (windowLeft >= 0) {
+    Value last = add(sub(add(kv0, t.index(tileN - 1)), shift),
+                     t.index(windowLeft));
+    Value end = divide(add(max(add(last, t.index(1)), t.index(0)),
+                             t.index(tileM - 1)),
+                         tileM);
+    hi = max(min(end, tiles), lo);
+  }
+  Value count = sub(hi, lo);
+  // Step j of group * count: head h0 + j / count, query tile lo + j mod
+  // count. The pipeline's copies for steps before 0 read step 0's tile,
+  // and a block with no tile divides by 1.
+  Value headsQ = SizeOp::create(b, loc, b.getIndexType(),
+                                b.getStringAttr(abi::kQuerySide.heads));
+  Value headsKV = SizeOp::create(b, loc, b.getIndexType(),
+                                 b.getStringAttr(abi::kKeySide.heads));
+  Value group = arith::DivUIOp::create(b, loc, headsQ, headsKV);
+  Value steps = arith::MulIOp::create(b, loc, group, count);
+  Value divisor = max(count, t.index(1));
+
+  Value scaleValue = t.softmaxScale(scale);
+  Value scaleLog2 = arith::MulFOp::create(b, loc, scaleValue,
+                                          t.f32(static_cast<float>(M_LOG2E)));
+  Value dK0 = t.splat({tileN, headDim}, f32, 0.0f);
+  Value dV0 = t.splat({tileN, headDimV}, f32, 0.0f);
+  int64_t left = windowLeft, right = windowRight;
+
+  ValueRange grads = t.loop(
+      t.index(0), steps, {dK0, dV0}, /*masked=*/true,
+      [&](Value j, ValueRange carried) -> SmallVector<Value> {
+        Value step = max(j, t.index(0));
+        Value i = add(lo, arith::RemUIOp::create(b, loc, step, divisor));
+        Value h = add(blk.head, arith::DivUIOp::create(b, loc, step, divisor));
+        t.copy(arg(kernel, Q), blk.batch, i, h, qs, {}, {}, false, j);
+        t.copy(arg(kernel, DO), blk.batch, i, h, dos, {}, {}, false, j);
+        Value q0 = mul(i, tileM);
+        TileBuilder::MmaOptions transposedB;
+        transposedB.transposeB = true;
+        Value sT = t.mma(ks, qs, j, Value(), transposedB);
+        Value lse = t.loadVector(arg(kernel, Lse), {blk.batch, h, q0}, tileM,
+                                 FragLayout::Cols);
+        Value pT = t.map(
+            {sT, lse, scaleLog2, kv0, q0, blk.seqlenQ, blk.seqlenK, shift},
+            [&](OpBuilder &b, Location loc, ValueRange x) {
+              Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
+              Value nq = x[5], nk = x[6], sh = x[7], row = x[8], col = x[9];
+              auto idx = [&](int64_t v) {
+                return arith::ConstantIndexOp::create(b, loc, v).getResult();
+              };
+              auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+                return arith::CmpIOp::create(b, loc, p, x, y).getResult();
+              };
+              Value key = arith::AddIOp::create(b, loc, kb, row);
+              Value query = arith::AddIOp::create(b, loc, qb, col);
+              Value diagonal = arith::AddIOp::create(b, loc, query, sh);
+              Value masked = arith::OrIOp::create(
+                  b, loc, cmp(arith::CmpIPredicate::sge, key, nk),
+                  cmp(arith::CmpIPredicate::sge, query, nq));
+              if (right >= 0)
+                masked = arith::OrIOp::create(
+                    b, loc, masked,
+                    cmp(arith::CmpIPredicate::sgt, key,
+                        arith::AddIOp::create(b, loc, diagonal, idx(right))));
+              if (left >= 0)
+                masked = arith::OrIOp::create(
+                    b, loc, masked,
+                    cmp(arith::CmpIPredicate::slt, key,
+                        arith::SubIOp::create(b, loc, diagonal, idx(left))));
+              // A row that kept no key has LSE -inf and no gradient.
+              Value ninf = arith::ConstantOp::create(
+                  b, loc, b.getF32FloatAttr(
+                              -std::numeric_limits<float>::infinity()));
+              masked = arith::OrIOp::create(
+                  b, loc, masked,
+                  arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
+                                        ninf));
+              Value log2e = arith::ConstantOp::create(
+                  b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+              Value exponent = arith::SubFOp::create(
+                  b, loc, arith::MulFOp::create(b, loc, s, c),
+                  arith::MulFOp::create(b, loc, l, log2e));
+              Value p = math::Exp2Op::create(b, loc, exponent);
+              Value zero =
+                  arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+              return arith::SelectOp::create(b, loc, masked, zero, p)
+                  .getResult();
+            });
+        Value dpT = t.mma(vs, dos, j, Value(), transposedB);
+        Value d = t.loadVector(arg(kernel, D), {blk.batch, h, q0}, tileM,
+                               FragLayout::Cols);
+        Value dsT = t.map(
+            {pT, dpT, d, scaleValue},
+            [](OpBuilder &b, Location loc, ValueRange x) {
+              Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
+              Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
+              return arith::MulFOp::create(b, loc, weighted, x[3]).getResult();
+            });
+        Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
+        Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
+        t.storeFrag(dsT, dss);
+        TileBuilder::MmaOptions transposedA;
+        transposedA.transposeA = true;
+        Value dQ = t.mma(dss, ks, n, Value(), transposedA);
+        t.storeTile(dQ, arg(kernel, DQAccum), {blk.batch, q0, h, t.index(0)},
+                    /*accumulate=*/true);
+        return {dK, dV};
+      });
+  Value zero = t.index(0);
+  t.storeTile(grads[0], arg(kernel, DK), {blk.batch, kv0, blk.kvHead, zero});
+  t.storeTile(grads[1], arg(kernel, DV), {blk.batch, kv0, blk.kvHead, zero});
+}
+
+/// Why the backward cannot serve `forward` yet, or an empty string.
+static std::string explainUnsupported(KernelOp forward,
+                                      AttentionOp attention) {
+  if (!attention.getScoreMod().empty())
+    return "a score_mod (its gradient is not wired into the backward yet)";
+  if (!attention.getMaskMod().empty())
+    return "a mask_mod";
+  if (!attention.getSink().empty())
+    return "attention sinks";
+  if (attention.getBlockTable())
+    return "paged K and V";
+  if (!forward.getExtraArgs().empty())
+    return "extra kernel arguments";
+  return "";
+}
+
+FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward) {
+  auto attentions = forward.getBodyBlock().getOps<AttentionOp>();
+  if (attentions.empty())
+    return forward.emitOpError()
+           << "has no attn.attention: the backward is built from a "
+              "kernel-level attention";
+  AttentionOp attention = *attentions.begin();
+  if (std::string what = explainUnsupported(forward, attention); !what.empty())
+    return attention.emitError()
+           << "the backward does not cover " << what
+           << " yet; compile the forward alone (--direction=fwd)";
+
+  BackwardBuilder builder(forward, attention);
+  OpBuilder b(forward.getContext());
+  b.setInsertionPointAfter(forward);
+  const ArchInfo &arch = forward.getArch().getInfo();
+  SmallVector<BackwardShape> shapes =
+      getBackwardShapes(std::max(builder.headDim, builder.headDimV));
+
+  // The main kernel is the one whose buffers decide; the first candidate
+  // that fits is kept, else the last, which the allocator then refuses
+  // with its plan.
+  KernelOp main;
+  BackwardShape chosen = shapes.back();
+  for (auto [index, shape] : llvm::enumerate(shapes)) {
+    ConfigAttr config =
+        ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
+                        /*stages=*/1, shape.warps, /*q_in_regs=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    main = builder.createKernel(b, "_bwd_main", config, /*keyGrid=*/true);
+    OpBuilder inner(b.getContext());
+    builder.buildMain(inner, main, shape);
+    bool last = index + 1 == shapes.size();
+    if (last ||
+        SharedMemoryPlan(main).getTotalBytes() <= arch.smemPerBlock) {
+      chosen = shape;
+      break;
+    }
+    main.erase();
+  }
+
+  ConfigAttr rowsConfig =
+      ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileM, 1,
+                      chosen.warps, false);
+  b.setInsertionPoint(main);
+  KernelOp preprocess =
+      builder.createKernel(b, "_bwd_preprocess", rowsConfig, false);
+  b.setInsertionPointAfter(main);
+  KernelOp convert = builder.createKernel(b, "_bwd_convert", rowsConfig, false);
+  OpBuilder inner(b.getContext());
+  builder.buildPreprocess(inner, preprocess, chosen.tileM);
+  builder.buildConvert(inner, convert, chosen.tileM);
+
+  b.setInsertionPointAfter(convert);
+  auto symbol = [&](KernelOp k) {
+    return cast<Attribute>(FlatSymbolRefAttr::get(k.getSymNameAttr()));
+  };
+  auto family = FamilyOp::create(
+      b, builder.loc,
+      b.getStringAttr((forward.getSymName() + "_bwd").str()),
+      b.getArrayAttr({symbol(preprocess), symbol(main), symbol(convert)}));
+  return family;
+}
+
+namespace {
+struct AttnBuildBackwardPass
+    : public attn::impl::AttnBuildBackwardBase<AttnBuildBackwardPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
+    if (kernels.size() != 1) {
+      module.emitError() << "attn-build-backward takes a module of one "
+                            "kernel-level attn.kernel; it has "
+                         << kernels.size();
+      return signalPassFailure();
+    }
+    if (failed(buildBackwardFamily(kernels.front())))
+      return signalPassFailure();
+    kernels.front().erase();
+  }
+};
+} // namespace
