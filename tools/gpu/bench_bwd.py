@@ -55,7 +55,7 @@ def main():
                         default=[1024, 4096, 16384])
     parser.add_argument("--tokens", type=int, default=8 * 16384)
     parser.add_argument("--width", type=int, default=2048)
-    parser.add_argument("--peers", nargs="+",
+    parser.add_argument("--peers", nargs="*",
                         default=["sdpa-flash", "cudnn", "flex"])
     args = parser.parse_args()
     peers = Peers(torch)

@@ -219,17 +219,82 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                          tileM);
     hi = max(min(end, tiles), lo);
   }
+  // Of those, the tiles [ulo, uhi) need no mask: every query of the tile
+  // is before seqlen_q and sees every key of the (whole) key tile. A query
+  // row that sees a key has a finite LSE, so they need no -inf test
+  // either.
   Value count = sub(hi, lo);
-  // Step j of group * count: head h0 + j / count, query tile lo + j mod
-  // count. The pipeline's copies for steps before 0 read step 0's tile,
-  // and a block with no tile divides by 1.
+  Value ulo = lo, uhi = hi;
+  if (windowRight >= 0) {
+    // i * tileM >= kv0 + tileN - 1 - shift - right.
+    Value first = sub(sub(add(kv0, t.index(tileN - 1)), shift),
+                      t.index(windowRight));
+    ulo = divide(add(max(first, t.index(0)), t.index(tileM - 1)), tileM);
+  }
+  // (i + 1) * tileM <= seqlen_q, and <= kv0 + 1 - shift + left.
+  Value fullTiles = divide(blk.seqlenQ, tileM);
+  uhi = fullTiles;
+  if (windowLeft >= 0) {
+    Value last = add(sub(add(kv0, t.index(1)), shift), t.index(windowLeft));
+    uhi = min(uhi, divide(max(last, t.index(0)), tileM));
+  }
+  ulo = min(max(ulo, lo), hi);
+  uhi = max(min(uhi, hi), ulo);
+  // A key tile past seqlen_k's end masks every tile.
+  Value wholeKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                          add(kv0, t.index(tileN)),
+                                          blk.seqlenK);
+  uhi = arith::SelectOp::create(b, loc, wholeKeys, uhi, ulo);
+  Value unmasked = sub(uhi, ulo);
+  Value masked = sub(count, unmasked);
+  Value before = sub(ulo, lo);
+
+  // The steps, numbered from `lo` (a block value, so that the race proof
+  // gives both loops free trip counts): first the unmasked tiles of each
+  // head of the group, then the masked ones. Step s < group * unmasked is
+  // head h0 + s / unmasked, tile ulo + s mod unmasked; a later step r of
+  // the masked part is head h0 + r / masked, and the r-th tile of
+  // [lo, ulo) followed by [uhi, hi). Every loop computes this same map, so
+  // the pipeline's copies for earlier steps read the right tiles across
+  // the loops; steps before the first read its tile, and a count of 0
+  // divides by 1.
   Value headsQ = SizeOp::create(b, loc, b.getIndexType(),
                                 b.getStringAttr(abi::kQuerySide.heads));
   Value headsKV = SizeOp::create(b, loc, b.getIndexType(),
                                  b.getStringAttr(abi::kKeySide.heads));
   Value group = arith::DivUIOp::create(b, loc, headsQ, headsKV);
-  Value steps = arith::MulIOp::create(b, loc, group, count);
-  Value divisor = max(count, t.index(1));
+  Value unmaskedSteps = arith::MulIOp::create(b, loc, group, unmasked);
+  Value maskedSteps = arith::MulIOp::create(b, loc, group, masked);
+  Value first = lo;
+  Value middle = add(first, unmaskedSteps);
+  Value last = add(middle, maskedSteps);
+  Value unmaskedDivisor = max(unmasked, t.index(1));
+  Value maskedDivisor = max(masked, t.index(1));
+  auto stepTile = [&](Value j) -> std::pair<Value, Value> {
+    auto remainder = [&](Value x, Value y) {
+      return arith::RemUIOp::create(b, loc, x, y).getResult();
+    };
+    auto quotient = [&](Value x, Value y) {
+      return arith::DivUIOp::create(b, loc, x, y).getResult();
+    };
+    Value zero = t.index(0);
+    Value s = max(sub(j, first), zero);
+    Value r = max(sub(s, unmaskedSteps), zero);
+    Value inUnmasked = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, s, unmaskedSteps);
+    Value k = remainder(r, maskedDivisor);
+    Value inBefore =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, k, before);
+    Value maskedTile = arith::SelectOp::create(
+        b, loc, inBefore, add(lo, k), add(uhi, sub(k, before)));
+    Value tile = arith::SelectOp::create(
+        b, loc, inUnmasked, add(ulo, remainder(s, unmaskedDivisor)),
+        maskedTile);
+    Value offset = arith::SelectOp::create(
+        b, loc, inUnmasked, quotient(s, unmaskedDivisor),
+        quotient(r, maskedDivisor));
+    return {tile, add(blk.head, offset)};
+  };
 
   Value scaleValue = t.softmaxScale(scale);
   Value scaleLog2 = arith::MulFOp::create(b, loc, scaleValue,
@@ -238,86 +303,93 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   Value dV0 = t.splat({tileN, headDimV}, f32, 0.0f);
   int64_t left = windowLeft, right = windowRight;
 
-  ValueRange grads = t.loop(
-      t.index(0), steps, {dK0, dV0}, /*masked=*/true,
-      [&](Value j, ValueRange carried) -> SmallVector<Value> {
-        Value step = max(j, t.index(0));
-        Value i = add(lo, arith::RemUIOp::create(b, loc, step, divisor));
-        Value h = add(blk.head, arith::DivUIOp::create(b, loc, step, divisor));
-        t.copy(arg(kernel, Q), blk.batch, i, h, qs, {}, {}, false, j);
-        t.copy(arg(kernel, DO), blk.batch, i, h, dos, {}, {}, false, j);
-        Value q0 = mul(i, tileM);
-        TileBuilder::MmaOptions transposedB;
-        transposedB.transposeB = true;
-        Value sT = t.mma(ks, qs, j, Value(), transposedB);
-        Value lse = t.loadVector(arg(kernel, Lse), {blk.batch, h, q0}, tileM,
-                                 FragLayout::Cols);
-        Value pT = t.map(
-            {sT, lse, scaleLog2, kv0, q0, blk.seqlenQ, blk.seqlenK, shift},
-            [&](OpBuilder &b, Location loc, ValueRange x) {
-              Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
-              Value nq = x[5], nk = x[6], sh = x[7], row = x[8], col = x[9];
-              auto idx = [&](int64_t v) {
-                return arith::ConstantIndexOp::create(b, loc, v).getResult();
-              };
-              auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
-                return arith::CmpIOp::create(b, loc, p, x, y).getResult();
-              };
-              Value key = arith::AddIOp::create(b, loc, kb, row);
-              Value query = arith::AddIOp::create(b, loc, qb, col);
-              Value diagonal = arith::AddIOp::create(b, loc, query, sh);
-              Value masked = arith::OrIOp::create(
-                  b, loc, cmp(arith::CmpIPredicate::sge, key, nk),
-                  cmp(arith::CmpIPredicate::sge, query, nq));
-              if (right >= 0)
-                masked = arith::OrIOp::create(
-                    b, loc, masked,
-                    cmp(arith::CmpIPredicate::sgt, key,
-                        arith::AddIOp::create(b, loc, diagonal, idx(right))));
-              if (left >= 0)
-                masked = arith::OrIOp::create(
-                    b, loc, masked,
-                    cmp(arith::CmpIPredicate::slt, key,
-                        arith::SubIOp::create(b, loc, diagonal, idx(left))));
-              // A row that kept no key has LSE -inf and no gradient.
-              Value ninf = arith::ConstantOp::create(
-                  b, loc, b.getF32FloatAttr(
-                              -std::numeric_limits<float>::infinity()));
-              masked = arith::OrIOp::create(
-                  b, loc, masked,
-                  arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l,
-                                        ninf));
-              Value log2e = arith::ConstantOp::create(
-                  b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
-              Value exponent = arith::SubFOp::create(
-                  b, loc, arith::MulFOp::create(b, loc, s, c),
-                  arith::MulFOp::create(b, loc, l, log2e));
-              Value p = math::Exp2Op::create(b, loc, exponent);
-              Value zero =
-                  arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-              return arith::SelectOp::create(b, loc, masked, zero, p)
-                  .getResult();
-            });
-        Value dpT = t.mma(vs, dos, j, Value(), transposedB);
-        Value d = t.loadVector(arg(kernel, D), {blk.batch, h, q0}, tileM,
-                               FragLayout::Cols);
-        Value dsT = t.map(
-            {pT, dpT, d, scaleValue},
-            [](OpBuilder &b, Location loc, ValueRange x) {
-              Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
-              Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
-              return arith::MulFOp::create(b, loc, weighted, x[3]).getResult();
-            });
-        Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
-        Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
-        t.storeFrag(dsT, dss);
-        TileBuilder::MmaOptions transposedA;
-        transposedA.transposeA = true;
-        Value dQ = t.mma(dss, ks, n, Value(), transposedA);
-        t.storeTile(dQ, arg(kernel, DQAccum), {blk.batch, q0, h, t.index(0)},
-                    /*accumulate=*/true);
-        return {dK, dV};
-      });
+  auto step = [&](Value j, ValueRange carried,
+                  bool withMask) -> SmallVector<Value> {
+    auto [i, h] = stepTile(j);
+    t.copy(arg(kernel, Q), blk.batch, i, h, qs, {}, {}, false, j);
+    t.copy(arg(kernel, DO), blk.batch, i, h, dos, {}, {}, false, j);
+    Value q0 = mul(i, tileM);
+    TileBuilder::MmaOptions transposedB;
+    transposedB.transposeB = true;
+    Value sT = t.mma(ks, qs, j, Value(), transposedB);
+    Value lse = t.loadVector(arg(kernel, Lse), {blk.batch, h, q0}, tileM,
+                             FragLayout::Cols);
+    Value pT = t.map(
+        {sT, lse, scaleLog2, kv0, q0, blk.seqlenQ, blk.seqlenK, shift},
+        [&](OpBuilder &b, Location loc, ValueRange x) {
+          Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
+          Value nq = x[5], nk = x[6], sh = x[7], row = x[8], col = x[9];
+          Value log2e = arith::ConstantOp::create(
+              b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+          Value exponent = arith::SubFOp::create(
+              b, loc, arith::MulFOp::create(b, loc, s, c),
+              arith::MulFOp::create(b, loc, l, log2e));
+          Value p = math::Exp2Op::create(b, loc, exponent);
+          if (!withMask)
+            return p;
+          auto idx = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, loc, v).getResult();
+          };
+          auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+            return arith::CmpIOp::create(b, loc, pred, x, y).getResult();
+          };
+          auto orI = [&](Value x, Value y) {
+            return arith::OrIOp::create(b, loc, x, y).getResult();
+          };
+          Value key = arith::AddIOp::create(b, loc, kb, row);
+          Value query = arith::AddIOp::create(b, loc, qb, col);
+          Value diagonal = arith::AddIOp::create(b, loc, query, sh);
+          Value out = orI(cmp(arith::CmpIPredicate::sge, key, nk),
+                          cmp(arith::CmpIPredicate::sge, query, nq));
+          if (right >= 0)
+            out = orI(out, cmp(arith::CmpIPredicate::sgt, key,
+                               arith::AddIOp::create(b, loc, diagonal,
+                                                     idx(right))));
+          if (left >= 0)
+            out = orI(out, cmp(arith::CmpIPredicate::slt, key,
+                               arith::SubIOp::create(b, loc, diagonal,
+                                                     idx(left))));
+          // A row that kept no key has LSE -inf and no gradient.
+          Value ninf = arith::ConstantOp::create(
+              b, loc,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          out = orI(out, arith::CmpFOp::create(
+                             b, loc, arith::CmpFPredicate::OEQ, l, ninf));
+          Value zero =
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+          return arith::SelectOp::create(b, loc, out, zero, p).getResult();
+        });
+    Value dpT = t.mma(vs, dos, j, Value(), transposedB);
+    Value d = t.loadVector(arg(kernel, D), {blk.batch, h, q0}, tileM,
+                           FragLayout::Cols);
+    Value dsT = t.map({pT, dpT, d, scaleValue},
+                      [](OpBuilder &b, Location loc, ValueRange x) {
+                        Value centred =
+                            arith::SubFOp::create(b, loc, x[1], x[2]);
+                        Value weighted =
+                            arith::MulFOp::create(b, loc, x[0], centred);
+                        return arith::MulFOp::create(b, loc, weighted, x[3])
+                            .getResult();
+                      });
+    Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
+    Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
+    t.storeFrag(dsT, dss);
+    TileBuilder::MmaOptions transposedA;
+    transposedA.transposeA = true;
+    Value dQ = t.mma(dss, ks, n, Value(), transposedA);
+    t.storeTile(dQ, arg(kernel, DQAccum), {blk.batch, q0, h, t.index(0)},
+                /*accumulate=*/true);
+    return {dK, dV};
+  };
+  // The masked steps first (the loops count down), then the unmasked.
+  ValueRange grads = t.loop(middle, last, {dK0, dV0}, /*masked=*/true,
+                            [&](Value j, ValueRange carried) {
+                              return step(j, carried, true);
+                            });
+  grads = t.loop(first, middle, grads, /*masked=*/false,
+                 [&](Value j, ValueRange carried) {
+                   return step(j, carried, false);
+                 });
   Value zero = t.index(0);
   t.storeTile(grads[0], arg(kernel, DK), {blk.batch, kv0, blk.kvHead, zero});
   t.storeTile(grads[1], arg(kernel, DV), {blk.batch, kv0, blk.kvHead, zero});
