@@ -249,8 +249,9 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   Value masked = sub(count, unmasked);
   Value before = sub(ulo, lo);
 
-  // The steps, numbered from `lo` (a block value, so that the race proof
-  // gives both loops free trip counts): first the unmasked tiles of each
+  // The steps, numbered from `tiles` (a value the race proof cannot fold,
+  // so that it gives both loops free trip counts; from a constant, the
+  // second loop's count would follow from the first's): first the unmasked tiles of each
   // head of the group, then the masked ones. Step s < group * unmasked is
   // head h0 + s / unmasked, tile ulo + s mod unmasked; a later step r of
   // the masked part is head h0 + r / masked, and the r-th tile of
@@ -265,7 +266,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   Value group = arith::DivUIOp::create(b, loc, headsQ, headsKV);
   Value unmaskedSteps = arith::MulIOp::create(b, loc, group, unmasked);
   Value maskedSteps = arith::MulIOp::create(b, loc, group, masked);
-  Value first = lo;
+  Value first = tiles;
   Value middle = add(first, unmaskedSteps);
   Value last = add(middle, maskedSteps);
   Value unmaskedDivisor = max(unmasked, t.index(1));
