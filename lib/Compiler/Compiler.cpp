@@ -512,19 +512,25 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
            << "the backward is built from one kernel-level attn.kernel (one "
               "that holds an attn.attention); a tile program or a family "
               "states its own kernels";
-  if (options.pins.any())
+  // The forward's pins that shape the backward's main kernel; stages are
+  // its Q and dO slots.
+  const ConfigOverrides &pins = options.pins;
+  if (pins.qInRegs || pins.kvWarps || pins.family != ConfigFamily::Prefill)
     return kernels.front().emitError()
-           << "config options do not apply to the backward: its config is "
-              "chosen for the backward's own buffers";
+           << "the backward takes tile_m, tile_n, warps and stages (its Q "
+              "and dO slots) only; drop q_in_regs, kv_warps and the family";
+  attn::BackwardPins backwardPins{pins.tileM, pins.tileN, pins.warps,
+                                  pins.stages};
   if (failed(checkCodePath(kernels.front(), options)))
     return failure();
   OwningOpRef<ModuleOp> work = module.clone();
   KernelOp forward = *work->getOps<KernelOp>().begin();
-  if (failed(buildBackwardFamily(forward)))
+  if (failed(buildBackwardFamily(forward, backwardPins)))
     return failure();
   forward.erase();
   CompileOptions family = options;
   family.direction = Direction::Forward;
+  family.pins = ConfigOverrides();
   return compile(*work, family);
 }
 

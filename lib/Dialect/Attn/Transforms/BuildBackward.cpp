@@ -61,6 +61,24 @@ SmallVector<BackwardShape> getBackwardShapes(int64_t headDim) {
   return {{32, 32, 2, 1, 1}};
 }
 
+/// The candidates that agree with `pins`; the pinned shape itself when it
+/// pins the tiles and warps.
+SmallVector<BackwardShape> pinShapes(ArrayRef<BackwardShape> shapes,
+                                     const BackwardPins &pins) {
+  if (pins.tileM && pins.tileN && pins.warps) {
+    int64_t slots = pins.slots.value_or(2);
+    return {{*pins.tileM, *pins.tileN, *pins.warps, slots, slots}};
+  }
+  SmallVector<BackwardShape> kept;
+  for (const BackwardShape &s : shapes)
+    if ((!pins.tileM || *pins.tileM == s.tileM) &&
+        (!pins.tileN || *pins.tileN == s.tileN) &&
+        (!pins.warps || *pins.warps == s.warps) &&
+        (!pins.slots || (*pins.slots == s.qSlots && *pins.slots == s.doSlots)))
+      kept.push_back(s);
+  return kept;
+}
+
 /// The values the three kernels share.
 struct BackwardBuilder {
   KernelOp forward;
@@ -412,7 +430,8 @@ static std::string explainUnsupported(KernelOp forward,
   return "";
 }
 
-FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward) {
+FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
+                                              const BackwardPins &pins) {
   auto attentions = forward.getBodyBlock().getOps<AttentionOp>();
   if (attentions.empty())
     return forward.emitOpError()
@@ -428,8 +447,30 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward) {
   OpBuilder b(forward.getContext());
   b.setInsertionPointAfter(forward);
   const ArchInfo &arch = forward.getArch().getInfo();
-  SmallVector<BackwardShape> shapes =
+  SmallVector<BackwardShape> candidates =
       getBackwardShapes(std::max(builder.headDim, builder.headDimV));
+  SmallVector<BackwardShape> shapes = pinShapes(candidates, pins);
+  if (shapes.empty()) {
+    InFlightDiagnostic diag =
+        attention.emitError()
+        << "no backward candidate agrees with the pinned config; pin "
+           "tile_m, tile_n and warps together for another shape, or one of:";
+    for (const BackwardShape &s : candidates)
+      diag << " (tile_m " << s.tileM << ", tile_n " << s.tileN << ", warps "
+           << s.warps << ", stages " << s.qSlots << ")";
+    return diag;
+  }
+  // A pinned shape is checked like any config.
+  for (const BackwardShape &s : shapes)
+    if (!ConfigAttr::getChecked(
+            [&] { return attention.emitError() << "invalid backward config: "; },
+            b.getContext(), s.tileM, s.tileN, int64_t{1}, s.warps, false,
+            int64_t{1}, false) ||
+        !ConfigAttr::getChecked(
+            [&] { return attention.emitError() << "invalid backward config: "; },
+            b.getContext(), s.tileM, s.tileM, int64_t{1}, s.warps, false,
+            int64_t{1}, false))
+      return failure();
 
   // The main kernel is the one whose buffers decide; the first candidate
   // that fits is kept, else the last, which the allocator then refuses

@@ -22,15 +22,28 @@
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
+#include <optional>
+
 namespace flashtile::attn {
+
+/// Pins of the main kernel's shape: query rows per step (tile_m), keys per
+/// block (tile_n), warps, and the slots of Q and dO. Unset ones are
+/// searched among the candidates.
+struct BackwardPins {
+  std::optional<int64_t> tileM, tileN, warps, slots;
+  bool any() const { return tileM || tileN || warps || slots; }
+};
 
 /// Appends the backward family of `forward` (a kernel-level attn.kernel) to
 /// its module: the three kernels above and the attn.family
-/// `<name>_bwd`. The config is the first candidate whose shared-memory plan
-/// fits the chip; when none does, the last one is built and
-/// attn-allocate-shared-memory reports it. Fails with an error at the
-/// attention, and adds nothing, for what the backward does not cover yet.
-mlir::FailureOr<FamilyOp> buildBackwardFamily(KernelOp forward);
+/// `<name>_bwd`. The config is the first candidate that agrees with `pins`
+/// and whose shared-memory plan fits the chip; when none fits, the last
+/// one is built and attn-allocate-shared-memory reports it; with tile_m,
+/// tile_n and warps pinned, the pinned shape is built. Fails with an error
+/// at the attention, and adds nothing, for what the backward does not
+/// cover yet or a pin no candidate has.
+mlir::FailureOr<FamilyOp> buildBackwardFamily(KernelOp forward,
+                                              const BackwardPins &pins = {});
 
 } // namespace flashtile::attn
 
