@@ -61,7 +61,9 @@ struct AttnAllocateSharedMemoryPass
       ConfigAttr config = kernel.getConfigAttr();
       Diagnostic &hint = diag.attachNote();
       hint << "hint: use a smaller tile_n or tile_m, fewer stages";
-      if (!config || !config.getQInRegs())
+      // Q in registers is the forward's option (a key grid's Q tiles are
+      // the ones it walks).
+      if ((!config || !config.getQInRegs()) && !kernel.hasKeyGrid())
         hint << ", or q_in_regs = true so that V can reuse Q's bytes";
       return signalPassFailure();
     }

@@ -127,9 +127,17 @@ struct BackwardBuilder {
   }
   enum Arg { Q, K, V, O, Lse, DO, D, DQAccum, DQ, DK, DV };
 
+  /// The family's name: the forward's, its `_fwd` suffix (the built-in
+  /// kernel's default name, flash_fwd) dropped, then `_bwd`.
+  std::string familyName() {
+    StringRef base = forward.getSymName();
+    base.consume_back("_fwd");
+    return (base + "_bwd").str();
+  }
+
   KernelOp createKernel(OpBuilder &b, StringRef suffix, ConfigAttr config,
                         bool keyGrid) {
-    std::string name = (forward.getSymName() + suffix).str();
+    std::string name = familyName() + suffix.str();
     auto kernel = KernelOp::create(
         b, loc, b.getStringAttr(name), forward.getArch(), config,
         IntegerAttr(), ArrayAttr(), ArrayAttr(), ProblemAttr(),
@@ -484,7 +492,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
         ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
                         /*stages=*/1, shape.warps, /*q_in_regs=*/false);
     OpBuilder::InsertionGuard guard(b);
-    main = builder.createKernel(b, "_bwd_main", config, /*keyGrid=*/true);
+    main = builder.createKernel(b, "_main", config, /*keyGrid=*/true);
     OpBuilder inner(b.getContext());
     builder.buildMain(inner, main, shape);
     bool last = index + 1 == shapes.size();
@@ -501,9 +509,9 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
                       chosen.warps, false);
   b.setInsertionPoint(main);
   KernelOp preprocess =
-      builder.createKernel(b, "_bwd_preprocess", rowsConfig, false);
+      builder.createKernel(b, "_preprocess", rowsConfig, false);
   b.setInsertionPointAfter(main);
-  KernelOp convert = builder.createKernel(b, "_bwd_convert", rowsConfig, false);
+  KernelOp convert = builder.createKernel(b, "_convert", rowsConfig, false);
   OpBuilder inner(b.getContext());
   builder.buildPreprocess(inner, preprocess, chosen.tileM);
   builder.buildConvert(inner, convert, chosen.tileM);
@@ -514,7 +522,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   };
   auto family = FamilyOp::create(
       b, builder.loc,
-      b.getStringAttr((forward.getSymName() + "_bwd").str()),
+      b.getStringAttr(builder.familyName()),
       b.getArrayAttr({symbol(preprocess), symbol(main), symbol(convert)}));
   return family;
 }

@@ -139,3 +139,16 @@ attn.kernel @declared_tensors arch(#attn.arch<sm_120>) attributes {
   attn.store_tile %t -> %dq[%c0, %c0, %c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
   attn.store_tile %r -> %d[%c0, %c0, %c0] : !attn.frag<64xf32> -> memref<?x?x?xf32, strided<[?, ?, 1]>>
 }
+
+// A copy that names its step by a slot index while its tile and head are
+// computed (the backward's walk over a GQA group).
+// CHECK-LABEL: attn.kernel @slot_copy
+// CHECK:         attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] slot %{{.*}} -> %{{.*}} : memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>> -> memref<2x64x128xf16, 3>
+attn.kernel @slot_copy arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %qs = attn.smem_alloc {name = "Q"} : memref<2x64x128xf16, 3>
+  %c3 = arith.constant 3 : index
+  %i = arith.remui %m, %c3 : index
+  attn.copy_async %q[%b, %i, %h] slot %m -> %qs : !t -> memref<2x64x128xf16, 3>
+}

@@ -36,10 +36,11 @@ struct BackwardPins {
 
 /// Appends the backward family of `forward` (a kernel-level attn.kernel) to
 /// its module: the three kernels above and the attn.family
-/// `<name>_bwd`. The config is the first candidate that agrees with `pins`
-/// and whose shared-memory plan fits the chip; when none fits, the last
-/// one is built and attn-allocate-shared-memory reports it; with tile_m,
-/// tile_n and warps pinned, the pinned shape is built. Fails with an error
+/// `<name>_bwd` (<name>: the forward's name without a `_fwd` suffix).
+/// The config is the first candidate that agrees with `pins` and whose
+/// shared-memory plan fits the chip; when none fits, the last one is built
+/// and attn-allocate-shared-memory reports it; with tile_m, tile_n and
+/// warps pinned, the pinned shape is built. Fails with an error
 /// at the attention, and adds nothing, for what the backward does not
 /// cover yet or a pin no candidate has.
 mlir::FailureOr<FamilyOp> buildBackwardFamily(KernelOp forward,
