@@ -373,31 +373,20 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
             inRange = LLVM::AndOp::create(rewriter, loc, writer, inRange);
           }
           Value value = element(i, j, r);
-          if (op.getAccumulate()) {
-            // No branch around an atomic add (a KV loop's dQ): an element
-            // outside the extents adds 0 to the tensor's first element,
-            // which exists whenever a block runs, so the loop body stays
-            // one basic block that ptxas schedules as a whole.
-            Value at = e.gep(
-                base, e.mul64(e.select(inRange, e.add64(offset, address),
-                                       e.i64(0)),
-                              e.i64(storedBytes)));
-            Value zero = isa<FloatType>(value.getType()) ? e.f32(0.0f)
-                                                         : e.i32(0);
+          emitIf(rewriter, loc, inRange, [&] {
+            Value at = e.gep(base, e.mul64(e.add64(offset, address),
+                                           e.i64(storedBytes)));
+            if (!op.getAccumulate()) {
+              if (value.getType() != stored)
+                value = LLVM::FPTruncOp::create(rewriter, loc, stored, value);
+              LLVM::StoreOp::create(rewriter, loc, value, at, storedBytes);
+              return;
+            }
             LLVM::AtomicRMWOp::create(
                 rewriter, loc,
                 isa<FloatType>(value.getType()) ? LLVM::AtomicBinOp::fadd
                                                 : LLVM::AtomicBinOp::add,
-                at, e.select(inRange, value, zero),
-                LLVM::AtomicOrdering::monotonic);
-            continue;
-          }
-          emitIf(rewriter, loc, inRange, [&] {
-            Value at = e.gep(base, e.mul64(e.add64(offset, address),
-                                           e.i64(storedBytes)));
-            if (value.getType() != stored)
-              value = LLVM::FPTruncOp::create(rewriter, loc, stored, value);
-            LLVM::StoreOp::create(rewriter, loc, value, at, storedBytes);
+                at, value, LLVM::AtomicOrdering::monotonic);
           });
         }
     rewriter.eraseOp(op);
