@@ -28,8 +28,8 @@
 // CHECK:         ^bb0(%[[J:.*]]: index,
 // CHECK:           attn.copy_async %arg0[%{{.*}}, %[[I:.*]], %[[H:.*]]] slot %[[J]] -> %[[QS]]
 // CHECK:           attn.copy_async %arg5[%{{.*}}, %[[I]], %[[H]]] slot %[[J]] -> %[[DOS]]
-// CHECK:           attn.load_tile %arg4[{{.*}}] : memref<?x?x?xf32> -> !attn.frag<64xf32, cols>
 // CHECK:           attn.mma %[[KS]], %[[QS]][%[[J]]] {transpose_b}
+// CHECK:           attn.load_tile %arg4[{{.*}}] : memref<?x?x?xf32> -> !attn.frag<64xf32, cols>
 // CHECK:           attn.map
 // CHECK:             math.exp2
 // CHECK:             arith.cmpi sgt
