@@ -47,8 +47,13 @@ py::dict compileKernel(const std::string &source,
                        const std::optional<bool> &qInRegs,
                        const std::string &cubinFile,
                        const std::string &ptxas, const std::string &family,
-                       const std::optional<int64_t> &kvWarps) {
+                       const std::optional<int64_t> &kvWarps,
+                       const std::string &direction) {
   CompileOptions options;
+  if (direction != "fwd" && direction != "bwd")
+    raise("direction must be 'fwd' or 'bwd', got '" + direction + "'");
+  options.direction =
+      direction == "bwd" ? Direction::Backward : Direction::Forward;
   std::optional<attn::ConfigFamily> parsed = attn::parseConfigFamily(family);
   if (!parsed)
     raise("family must be 'prefill' or 'decode', got '" + family + "'");
@@ -123,8 +128,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("warps") = py::none(), py::arg("q_in_regs") = py::none(),
         py::arg("cubin_file") = "kernel.cubin", py::arg("ptxas") = "",
         py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
-        "Compiles kernel-level attn IR text: {name, ptx, cubin, plan, "
-        "report, warnings}. Raises FlashTileError with the diagnostics.");
+        py::arg("direction") = "fwd",
+        "Compiles kernel-level attn IR text (direction 'bwd': its backward "
+        "family): {name, ptx, cubin, plan, report, warnings}. Raises "
+        "FlashTileError with the diagnostics.");
   m.def("find_ptxas", &findPtxasPath,
         "The ptxas the compiler runs; raises FlashTileError naming where it "
         "looked.");

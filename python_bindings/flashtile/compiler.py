@@ -131,6 +131,9 @@ class KernelSpec:
     family: str = "prefill"
     kv_warps: typing.Optional[int] = None
     paged: bool = False
+    # "bwd": the backward family of the attention (dQ, dK, dV from O, the
+    # LSE and dO), one plan of three kernels.
+    direction: str = "fwd"
 
     # The hook fields: functions in the spec, names in a manifest.
     HOOKS = ("score_mod", "mask_mod", "sink")
@@ -142,13 +145,15 @@ class KernelSpec:
         prefill family is the default and stays out of them (and so out of
         the cache key of every prefill kernel)."""
         family = None if self.family == "prefill" else self.family
+        direction = None if self.direction == "fwd" else self.direction
         return {k: v for k, v in (("tile_m", self.tile_m),
                                   ("tile_n", self.tile_n),
                                   ("stages", self.stages),
                                   ("warps", self.warps),
                                   ("q_in_regs", self.q_in_regs),
                                   ("kv_warps", self.kv_warps),
-                                  ("family", family))
+                                  ("family", family),
+                                  ("direction", direction))
                 if v is not None}
 
     def manifest_entry(self, extras):
@@ -158,7 +163,8 @@ class KernelSpec:
         the pins."""
         entry = {}
         pinned = set(self.pins()) | {"tile_m", "tile_n", "stages", "warps",
-                                     "q_in_regs", "kv_warps", "family"}
+                                     "q_in_regs", "kv_warps", "family",
+                                     "direction"}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name in pinned or field.name in ("arch", "isa",
@@ -220,6 +226,7 @@ class KernelSpec:
                 f"{' paged KV' if self.paged else ''}"
                 f"{' ' + hooks if hooks else ''}"
                 f"{' (decode family)' if self.family == 'decode' else ''}"
+                f"{' backward' if self.direction == 'bwd' else ''}"
                 f" for {self.arch}"
                 f"{f' (isa {self.isa})' if self.isa else ''}")
 
@@ -248,6 +255,9 @@ class KernelRequest:
         if spec.family not in ("prefill", "decode"):
             raise FlashTileError(
                 f"family must be 'prefill' or 'decode', got {spec.family!r}")
+        if spec.direction not in ("fwd", "bwd"):
+            raise FlashTileError(
+                f"direction must be 'fwd' or 'bwd', got {spec.direction!r}")
         self.spec = spec
         self.ir, self.extras = _hooks.kernel_ir(
             spec.name, spec.head_dim, dtype=spec.dtype,
@@ -474,7 +484,7 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
             warps=None, q_in_regs=None, name=DEFAULT_NAME,
             cache=None, verbose=None, sink=None, family="prefill",
-            kv_warps=None, paged=False):
+            kv_warps=None, paged=False, direction="fwd"):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
     tile parameters pin the configuration; `sink(b, h)` gives an attention
@@ -483,9 +493,14 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
     for decode steps and short queries. `paged=True`: K and V are page
     pools (num_pages, page_size, Hkv, D), and the kernel takes an int32
     (B, max_pages) `block_table` argument that lists each sequence's pages
-    (vLLM's layout; any page size). Returns a CompiledKernel."""
+    (vLLM's layout; any page size). `direction="bwd"` builds the
+    backward family instead: one plan of three kernels taking q, k, v, o,
+    lse (the forward's, natural log), do and the gradients dq, dk, dv (no
+    hooks yet; the tile parameters pin its main kernel). Returns a
+    CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
                             tile_n, stages, warps, q_in_regs, name, sink=sink,
-                            family=family, kv_warps=kv_warps, paged=paged)
+                            family=family, kv_warps=kv_warps, paged=paged,
+                            direction=direction)
     return compile_request(request, cache=cache, verbose=verbose)

@@ -107,6 +107,41 @@ class CacheTest(unittest.TestCase):
         self.assertIn("family must be 'prefill' or 'decode', got 'draft'",
                       str(e.exception))
 
+    def test_backward_family(self):
+        # direction="bwd" is its own kernel: the backward family's three
+        # kernels in launch order, its workspaces, dO in and the gradients
+        # out; the direction enters the key, the pins and the manifest
+        # entry, so a prebuild builds it too.
+        forward = self.build(score_mod=None)
+        backward = self.build(score_mod=None, direction="bwd")
+        self.assertNotEqual(forward.key, backward.key)
+        self.assertEqual(backward.metadata["name"], "flashtile_attention_bwd")
+        self.assertEqual([k["symbol"] for k in backward.metadata["kernels"]],
+                         ["flashtile_attention_bwd_preprocess",
+                          "flashtile_attention_bwd_main",
+                          "flashtile_attention_bwd_convert"])
+        self.assertEqual([w["name"] for w in backward.metadata["workspaces"]],
+                         ["d", "dq_accum"])
+        roles = {a["name"]: a.get("role")
+                 for a in backward.metadata["arguments"]}
+        self.assertEqual(roles["do"], "input")
+        self.assertEqual(roles["dk"], "output")
+        self.assertNotIn("dq_accum", roles)
+        request = ftc.KernelRequest(64, causal=True, direction="bwd")
+        self.assertEqual(request.pins, {"direction": "bwd"})
+        self.assertEqual(request.manifest_entry["direction"], "bwd")
+        self.assertIn(" backward", request.description)
+        self.assertNotIn("direction", ftc.KernelRequest(64).manifest_entry)
+        # What the backward does not cover yet is the compiler's error.
+        with self.assertRaises(FlashTileError) as e:
+            self.build(direction="bwd")
+        self.assertIn("the backward does not cover a score_mod",
+                      str(e.exception))
+        with self.assertRaises(FlashTileError) as e:
+            self.build(score_mod=None, direction="backward")
+        self.assertIn("direction must be 'fwd' or 'bwd', got 'backward'",
+                      str(e.exception))
+
     def test_paged_kv(self):
         # Paged KV is its own kernel: a block_table argument after the
         # hooks' captures, K and V shaped as page pools, seqlen_k the
