@@ -241,6 +241,21 @@ void flashtile::printResourceReport(llvm::raw_ostream &os,
        << " warps (limits: registers " << o.byRegisters << ", shared memory "
        << o.bySharedMemory << ", threads " << o.byThreads << ")\n";
   }
+  // A family's other kernels (a backward's main and convert): what ptxas
+  // reported for each, from the plan.
+  if (k.launchPlan && k.launchPlan->kernels.size() > 1) {
+    os << "  kernels of the plan, in launch order:\n";
+    for (const plan::Kernel &entry : k.launchPlan->kernels) {
+      os << "    " << entry.symbol << ": " << entry.block[0]
+         << " threads, " << entry.dynamicSmemBytes << " B shared memory, ";
+      if (entry.registers)
+        os << *entry.registers << " registers, spills "
+           << entry.spillStores.value_or(0) << " B stores / "
+           << entry.spillLoads.value_or(0) << " B loads\n";
+      else
+        os << "registers unknown\n";
+    }
+  }
   if (!k.fallbackNote.empty())
     os << "  config fallback: " << k.fallbackNote << "\n";
 }

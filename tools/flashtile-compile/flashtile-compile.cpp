@@ -574,6 +574,16 @@ int main(int argc, char **argv) {
              (k.cubin->spillStores.value_or(0) || k.cubin->spillLoads.value_or(0)))
       emitWarning(k.getTileKernel().getLoc())
           << "the kernel spills registers (" << k.fallbackNote << ")";
+    // A family's configs are stated, so no fallback ran: say which of its
+    // kernels spill.
+    if (!report && k.launchPlan && k.launchPlan->kernels.size() > 1)
+      for (const plan::Kernel &entry : k.launchPlan->kernels)
+        if (entry.spillStores.value_or(0) || entry.spillLoads.value_or(0))
+          emitWarning(k.getTileKernel().getLoc())
+              << "kernel " << entry.symbol << " spills registers ("
+              << entry.spillStores.value_or(0) << " B stores, "
+              << entry.spillLoads.value_or(0)
+              << " B loads)";
   }
   return 0;
 }
