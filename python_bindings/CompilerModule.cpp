@@ -48,12 +48,13 @@ py::dict compileKernel(const std::string &source,
                        const std::string &cubinFile,
                        const std::string &ptxas, const std::string &family,
                        const std::optional<int64_t> &kvWarps,
-                       const std::string &direction) {
+                       const std::string &direction, bool deterministic) {
   CompileOptions options;
   if (direction != "fwd" && direction != "bwd")
     raise("direction must be 'fwd' or 'bwd', got '" + direction + "'");
   options.direction =
       direction == "bwd" ? Direction::Backward : Direction::Forward;
+  options.deterministic = deterministic;
   std::optional<attn::ConfigFamily> parsed = attn::parseConfigFamily(family);
   if (!parsed)
     raise("family must be 'prefill' or 'decode', got '" + family + "'");
@@ -128,7 +129,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("warps") = py::none(), py::arg("q_in_regs") = py::none(),
         py::arg("cubin_file") = "kernel.cubin", py::arg("ptxas") = "",
         py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
-        py::arg("direction") = "fwd",
+        py::arg("direction") = "fwd", py::arg("deterministic") = false,
         "Compiles kernel-level attn IR text (direction 'bwd': its backward "
         "family): {name, ptx, cubin, plan, report, warnings}. Raises "
         "FlashTileError with the diagnostics.");

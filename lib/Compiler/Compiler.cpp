@@ -519,18 +519,20 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
     return kernels.front().emitError()
            << "the backward takes tile_m, tile_n, warps and stages (its Q "
               "and dO slots) only; drop q_in_regs, kv_warps and the family";
-  attn::BackwardPins backwardPins{pins.tileM, pins.tileN, pins.warps,
-                                  pins.stages};
+  attn::BackwardOptions backward;
+  backward.pins = {pins.tileM, pins.tileN, pins.warps, pins.stages};
+  backward.deterministic = options.deterministic;
   if (failed(checkCodePath(kernels.front(), options)))
     return failure();
   OwningOpRef<ModuleOp> work = module.clone();
   KernelOp forward = *work->getOps<KernelOp>().begin();
-  if (failed(buildBackwardFamily(forward, backwardPins)))
+  if (failed(buildBackwardFamily(forward, backward)))
     return failure();
   forward.erase();
   CompileOptions family = options;
   family.direction = Direction::Forward;
   family.pins = ConfigOverrides();
+  family.deterministic = false;
   return compile(*work, family);
 }
 
@@ -538,6 +540,10 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
                                              const CompileOptions &options) {
   if (options.direction == Direction::Backward)
     return compileBackward(module, options);
+  if (options.deterministic)
+    return emitError(module.getLoc())
+           << "a deterministic dQ is an option of the backward; compile with "
+              "direction bwd (--direction=bwd)";
   SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
   auto families = llvm::to_vector(module.getOps<FamilyOp>());
   if (!families.empty())

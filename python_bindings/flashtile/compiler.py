@@ -134,6 +134,8 @@ class KernelSpec:
     # "bwd": the backward family of the attention (dQ, dK, dV from O, the
     # LSE and dO), one plan of three kernels.
     direction: str = "fwd"
+    # With direction="bwd": dQ by a kernel of its own, without atomics.
+    deterministic: bool = False
 
     # The hook fields: functions in the spec, names in a manifest.
     HOOKS = ("score_mod", "mask_mod", "sink")
@@ -153,7 +155,9 @@ class KernelSpec:
                                   ("q_in_regs", self.q_in_regs),
                                   ("kv_warps", self.kv_warps),
                                   ("family", family),
-                                  ("direction", direction))
+                                  ("direction", direction),
+                                  ("deterministic",
+                                   True if self.deterministic else None))
                 if v is not None}
 
     def manifest_entry(self, extras):
@@ -164,7 +168,7 @@ class KernelSpec:
         entry = {}
         pinned = set(self.pins()) | {"tile_m", "tile_n", "stages", "warps",
                                      "q_in_regs", "kv_warps", "family",
-                                     "direction"}
+                                     "direction", "deterministic"}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name in pinned or field.name in ("arch", "isa",
@@ -210,8 +214,9 @@ class KernelSpec:
             values["window"] = tuple(values["window"])
         if "causal" in values:
             values["causal"] = bool(values["causal"])
-        if "paged" in values:
-            values["paged"] = bool(values["paged"])
+        for flag in ("paged", "deterministic"):
+            if flag in values:
+                values[flag] = bool(values[flag])
         return cls(**values, **hooks, captures=captures)
 
     def description(self):
@@ -227,6 +232,7 @@ class KernelSpec:
                 f"{' ' + hooks if hooks else ''}"
                 f"{' (decode family)' if self.family == 'decode' else ''}"
                 f"{' backward' if self.direction == 'bwd' else ''}"
+                f"{' (deterministic)' if self.deterministic else ''}"
                 f" for {self.arch}"
                 f"{f' (isa {self.isa})' if self.isa else ''}")
 
@@ -484,7 +490,8 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             arch="sm_120", isa=None, tile_m=None, tile_n=None, stages=None,
             warps=None, q_in_regs=None, name=DEFAULT_NAME,
             cache=None, verbose=None, sink=None, family="prefill",
-            kv_warps=None, paged=False, direction="fwd"):
+            kv_warps=None, paged=False, direction="fwd",
+            deterministic=False):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
     tile parameters pin the configuration; `sink(b, h)` gives an attention
@@ -496,11 +503,12 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
     (vLLM's layout; any page size). `direction="bwd"` builds the
     backward family instead: one plan of three kernels taking q, k, v, o,
     lse (the forward's, natural log), do and the gradients dq, dk, dv (no
-    hooks yet; the tile parameters pin its main kernel). Returns a
-    CompiledKernel."""
+    hooks yet; the tile parameters pin its main kernel);
+    `deterministic=True` gives it a dQ kernel of its own instead of f32
+    atomics, the same bits every run. Returns a CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
                             tile_n, stages, warps, q_in_regs, name, sink=sink,
                             family=family, kv_warps=kv_warps, paged=paged,
-                            direction=direction)
+                            direction=direction, deterministic=deterministic)
     return compile_request(request, cache=cache, verbose=verbose)

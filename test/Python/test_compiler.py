@@ -132,6 +132,18 @@ class CacheTest(unittest.TestCase):
         self.assertEqual(request.manifest_entry["direction"], "bwd")
         self.assertIn(" backward", request.description)
         self.assertNotIn("direction", ftc.KernelRequest(64).manifest_entry)
+        # Deterministic: a dQ kernel instead of the atomics and the convert.
+        det = self.build(score_mod=None, direction="bwd", deterministic=True)
+        self.assertNotEqual(det.key, backward.key)
+        self.assertEqual([k["symbol"] for k in det.metadata["kernels"]],
+                         ["flashtile_attention_bwd_preprocess",
+                          "flashtile_attention_bwd_main",
+                          "flashtile_attention_bwd_dq"])
+        self.assertEqual([w["name"] for w in det.metadata["workspaces"]],
+                         ["d"])
+        self.assertTrue(ftc.KernelRequest(
+            64, direction="bwd", deterministic=True).manifest_entry[
+                "deterministic"])
         # What the backward does not cover yet is the compiler's error.
         with self.assertRaises(FlashTileError) as e:
             self.build(direction="bwd")

@@ -85,6 +85,11 @@ static cl::opt<DirectionFlag> direction(
                           "the backward: one plan of preprocess, main and "
                           "convert kernels (dQ, dK, dV from O, LSE, dO)")),
     cl::cat(specCat));
+static cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("With --direction=bwd: dQ by a query-parallel kernel of its own "
+             "instead of f32 atomics, the same bits every run"),
+    cl::init(false), cl::cat(specCat));
 static cl::opt<std::string> kernelName("kernel-name",
                                        cl::desc("Symbol of the kernel"),
                                        cl::init("flash_fwd"),
@@ -468,6 +473,7 @@ int main(int argc, char **argv) {
   options.pins = *pins;
   options.direction = direction == DirectionFlag::Bwd ? Direction::Backward
                                                       : Direction::Forward;
+  options.deterministic = deterministic;
   options.stopAfter = stageOf(emit);
   options.ptxasPath = ptxasPath;
   options.ptxasTimeoutSeconds = ptxasTimeout;

@@ -303,6 +303,7 @@ fi
 if want bench-bwd; then
 timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d{64,128}_{full,causal}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_causal_det.plan.json \
   > "$out/bench_bwd.txt" 2>&1
 status=$?
 stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"

@@ -68,6 +68,9 @@ enum class Direction {
 
 struct CompileOptions {
   Direction direction = Direction::Forward;
+  /// The backward's dQ without atomics, by a kernel of its own
+  /// (attn::BackwardOptions::deterministic).
+  bool deterministic = false;
   /// Tile parameters to pin; the rest are searched. When all five are given
   /// the config is taken as is and the allocator is its only judge.
   attn::ConfigOverrides pins;

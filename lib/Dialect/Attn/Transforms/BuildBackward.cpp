@@ -53,6 +53,15 @@ struct BackwardShape {
   int64_t tileM, tileN, warps, qSlots, doSlots;
 };
 
+/// The deterministic family's dQ kernel: query tiles of tile_m rows, KV
+/// tiles of tile_n keys in `slots` slots.
+struct DQShape {
+  int64_t tileM, tileN, warps, slots;
+};
+SmallVector<DQShape> getDQShapes() {
+  return {{64, 64, 4, 2}, {64, 64, 4, 1}, {64, 32, 4, 1}};
+}
+
 /// The candidates, best first (FlashAttention-2's SM80 backward picks its
 /// tiles from the opt-in shared-memory limit the same way).
 SmallVector<BackwardShape> getBackwardShapes(int64_t headDim) {
@@ -106,26 +115,42 @@ struct BackwardBuilder {
     scale = attention.getScale();
   }
 
-  /// The family's tensors, in argument order.
+  /// Whether dQ has its own query-parallel kernel (no atomics: the same
+  /// bits every run) instead of f32 atomics from the main kernel.
+  bool deterministic = false;
+
+  /// One of the family's tensors: its name, role, side and type.
+  struct Tensor {
+    StringRef name, role;
+    bool keySide;
+    MemRefType type;
+  };
+  /// The family's tensors, in argument order (the plan's argument names).
+  SmallVector<Tensor> tensors() {
+    SmallVector<Tensor> list = {
+        {"q", "in", false, qType},          {"k", "in", true, kType},
+        {"v", "in", true, vType},           {"o", "in", false, oType},
+        {"lse", "in", false, lseType},      {"do", "in", false, oType},
+        {"d", "workspace", false, lseType}};
+    if (!deterministic)
+      list.push_back({"dq_accum", "workspace", false, accType});
+    list.append({{"dq", "out", false, qType},
+                 {"dk", "out", true, kType},
+                 {"dv", "out", true, vType}});
+    return list;
+  }
   ArrayAttr tensorDecls(Builder &b) {
-    auto decl = [&](StringRef name, StringRef role, bool keySide) {
-      const abi::SequenceSide &side = keySide ? abi::kKeySide : abi::kQuerySide;
-      return cast<Attribute>(TensorAttr::get(
-          b.getContext(), b.getStringAttr(name), b.getStringAttr(role),
-          b.getStringAttr(side.rows), b.getStringAttr(side.heads)));
-    };
-    return b.getArrayAttr(
-        {decl("q", "in", false), decl("k", "in", true), decl("v", "in", true),
-         decl("o", "in", false), decl("lse", "in", false),
-         decl("do", "in", false), decl("d", "workspace", false),
-         decl("dq_accum", "workspace", false), decl("dq", "out", false),
-         decl("dk", "out", true), decl("dv", "out", true)});
+    SmallVector<Attribute> decls;
+    for (const Tensor &tensor : tensors()) {
+      const abi::SequenceSide &side =
+          tensor.keySide ? abi::kKeySide : abi::kQuerySide;
+      decls.push_back(TensorAttr::get(
+          b.getContext(), b.getStringAttr(tensor.name),
+          b.getStringAttr(tensor.role), b.getStringAttr(side.rows),
+          b.getStringAttr(side.heads)));
+    }
+    return b.getArrayAttr(decls);
   }
-  SmallVector<Type> tensorTypes() {
-    return {qType,   kType,   vType,   oType, lseType, oType,
-            lseType, accType, qType,   kType, vType};
-  }
-  enum Arg { Q, K, V, O, Lse, DO, D, DQAccum, DQ, DK, DV };
 
   /// The family's name: the forward's, its `_fwd` suffix (the built-in
   /// kernel's default name, flash_fwd) dropped, then `_bwd`.
@@ -146,18 +171,20 @@ struct BackwardBuilder {
     kernel.setProblemAttr(forward.getProblemInfo());
     Block *body = new Block();
     kernel.getBody().push_back(body);
-    for (Type type : tensorTypes())
-      body->addArgument(type, loc);
+    for (const Tensor &tensor : tensors())
+      body->addArgument(tensor.type, loc);
     return kernel;
   }
 
-  static Value arg(KernelOp kernel, Arg which) {
-    return kernel.getBodyBlock().getArgument(which);
+  /// The kernel's tensor `name`.
+  static Value arg(KernelOp kernel, StringRef name) {
+    return kernel.getTensor(name);
   }
 
   void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM);
   void buildMain(OpBuilder &b, KernelOp kernel, const BackwardShape &shape);
   void buildConvert(OpBuilder &b, KernelOp kernel, int64_t tileM);
+  void buildDQ(OpBuilder &b, KernelOp kernel, const DQShape &shape);
 };
 
 } // namespace
@@ -169,15 +196,15 @@ void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
   TileBuilder::Block blk = t.blockContext();
   Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
   Value zero = t.index(0);
-  Value o = t.loadTile(arg(kernel, O), {blk.batch, row, blk.head, zero}, tileM,
+  Value o = t.loadTile(arg(kernel, "o"), {blk.batch, row, blk.head, zero}, tileM,
                        headDimV);
-  Value dO = t.loadTile(arg(kernel, DO), {blk.batch, row, blk.head, zero},
+  Value dO = t.loadTile(arg(kernel, "do"), {blk.batch, row, blk.head, zero},
                         tileM, headDimV);
   Value product = t.map({dO, o}, [](OpBuilder &b, Location loc, ValueRange x) {
     return arith::MulFOp::create(b, loc, x[0], x[1]).getResult();
   });
   Value d = t.reduceRows(product, "sum");
-  t.storeTile(d, arg(kernel, D), {blk.batch, blk.head, row});
+  t.storeTile(d, arg(kernel, "d"), {blk.batch, blk.head, row});
 }
 
 void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
@@ -187,8 +214,79 @@ void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
   TileBuilder::Block blk = t.blockContext();
   Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
   SmallVector<Value> at = {blk.batch, row, blk.head, t.index(0)};
-  Value dq = t.loadTile(arg(kernel, DQAccum), at, tileM, headDim);
-  t.storeTile(dq, arg(kernel, DQ), at);
+  Value dq = t.loadTile(arg(kernel, "dq_accum"), at, tileM, headDim);
+  t.storeTile(dq, arg(kernel, "dq"), at);
+}
+
+void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
+                              const DQShape &shape) {
+  b.setInsertionPointToStart(&kernel.getBodyBlock());
+  TileBuilder t(b, loc, kernel);
+  Type f32 = b.getF32Type(), dtype = qType.getElementType();
+  int64_t tileM = shape.tileM, tileN = shape.tileN;
+  TileBuilder::Block blk = t.blockContext();
+  Value qs = t.buffer("Q", 1, tileM, headDim);
+  Value dos = t.buffer("dO", 1, tileM, headDimV);
+  Value ks = t.buffer("K", shape.slots, tileN, headDim);
+  Value vs = t.buffer("V", shape.slots, tileN, headDimV);
+  t.copy(arg(kernel, "q"), blk.batch, blk.mBlock, blk.head, qs);
+  t.copy(arg(kernel, "do"), blk.batch, blk.mBlock, blk.head, dos);
+  Value q0 = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
+  Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, blk.head, q0},
+                           tileM, FragLayout::Rows);
+  Value d = t.loadVector(arg(kernel, "d"), {blk.batch, blk.head, q0}, tileM,
+                         FragLayout::Rows);
+  TileBuilder::TileRange range =
+      t.kvBounds(blk, tileM, tileN, windowLeft, windowRight);
+  Value scaleValue = t.softmaxScale(scale);
+  Value scaleLog2 = arith::MulFOp::create(b, loc, scaleValue,
+                                          t.f32(static_cast<float>(M_LOG2E)));
+  int64_t left = windowLeft, right = windowRight;
+  // FlashAttention-2's dQ: per KV tile, S = Q K^T, P from the LSE,
+  // dP = dO V^T, dS = P (dP - D) scale, dQ += dS K. The mask sets masked
+  // scores to -inf, so their P is 0; a row that kept no key (LSE -inf) has
+  // P = 0 everywhere.
+  auto loop = [&](Value lower, Value upper, ValueRange carried, bool masked) {
+    return t.loop(lower, upper, carried, masked,
+                  [&](Value j, ValueRange acc) -> SmallVector<Value> {
+      t.copy(arg(kernel, "k"), blk.batch, j, blk.kvHead, ks);
+      Value s = t.dot(qs, ks, j);
+      if (masked)
+        s = t.mask(s, blk, j, left, right);
+      Value p = t.map({s, lse, scaleLog2},
+                      [](OpBuilder &b, Location loc, ValueRange x) {
+        Value log2e = arith::ConstantOp::create(
+            b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+        Value exponent = arith::SubFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, x[0], x[2]),
+            arith::MulFOp::create(b, loc, x[1], log2e));
+        Value e = math::Exp2Op::create(b, loc, exponent);
+        Value ninf = arith::ConstantOp::create(
+            b, loc,
+            b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                            x[1], ninf);
+        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+        return arith::SelectOp::create(b, loc, empty, zero, e).getResult();
+      });
+      t.copy(arg(kernel, "v"), blk.batch, j, blk.kvHead, vs);
+      Value dp = t.dot(dos, vs, j);
+      Value ds = t.map({p, dp, d, scaleValue},
+                       [](OpBuilder &b, Location loc, ValueRange x) {
+        Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
+        Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
+        return arith::MulFOp::create(b, loc, weighted, x[3]).getResult();
+      });
+      return {t.mma(t.convert(ds, dtype), ks, j, acc[0], {})};
+    });
+  };
+  SmallVector<Value> acc = {t.splat({tileM, headDim}, f32, 0.0f)};
+  acc = llvm::to_vector(loop(range.unmaskedEnd, range.end, acc, true));
+  acc = llvm::to_vector(
+      loop(range.unmaskedBegin, range.unmaskedEnd, acc, false));
+  if (windowLeft >= 0)
+    acc = llvm::to_vector(loop(range.begin, range.unmaskedBegin, acc, true));
+  t.storeTile(acc[0], arg(kernel, "dq"), {blk.batch, q0, blk.head, t.index(0)});
 }
 
 void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
@@ -222,10 +320,12 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   Value vs = t.buffer("V", 1, tileN, headDimV);
   Value qs = t.buffer("Q", shape.qSlots, tileM, headDim);
   Value dos = t.buffer("dO", shape.doSlots, tileM, headDimV);
-  Value dss = t.buffer("dS", 1, tileN, tileM);
+  // dS^T's staging for dQ = dS K (not in the deterministic family, whose
+  // dQ kernel recomputes dS).
+  Value dss = deterministic ? Value() : t.buffer("dS", 1, tileN, tileM);
   Value n = blk.mBlock;
-  t.copy(arg(kernel, K), blk.batch, n, blk.kvHead, ks);
-  t.copy(arg(kernel, V), blk.batch, n, blk.kvHead, vs);
+  t.copy(arg(kernel, "k"), blk.batch, n, blk.kvHead, ks);
+  t.copy(arg(kernel, "v"), blk.batch, n, blk.kvHead, vs);
 
   // The query tiles [lo, hi) that see a key of [kv0, kv0 + tileN): query q
   // sees key k when q + shift - left <= k <= q + shift + right.
@@ -333,8 +433,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   auto step = [&](Value j, ValueRange carried,
                   bool withMask) -> SmallVector<Value> {
     auto [i, h] = stepTile(j);
-    t.copy(arg(kernel, Q), blk.batch, i, h, qs, {}, {}, false, j);
-    t.copy(arg(kernel, DO), blk.batch, i, h, dos, {}, {}, false, j);
+    t.copy(arg(kernel, "q"), blk.batch, i, h, qs, {}, {}, false, j);
+    t.copy(arg(kernel, "do"), blk.batch, i, h, dos, {}, {}, false, j);
     Value q0 = mul(i, tileM);
     // Each row statistic is read where it is used: read before S^T's mma
     // (to overlap its latency), LSE and D cost 16 more live registers each
@@ -342,7 +442,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     TileBuilder::MmaOptions transposedB;
     transposedB.transposeB = true;
     Value sT = t.mma(ks, qs, j, Value(), transposedB);
-    Value lse = t.loadVector(arg(kernel, Lse), {blk.batch, h, q0}, tileM,
+    Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, h, q0}, tileM,
                              FragLayout::Cols);
     Value pT = t.map(
         {sT, lse, scaleLog2, kv0, q0, blk.seqlenQ, blk.seqlenK, shift},
@@ -390,7 +490,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           return arith::SelectOp::create(b, loc, out, zero, p).getResult();
         });
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
-    Value d = t.loadVector(arg(kernel, D), {blk.batch, h, q0}, tileM,
+    Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0}, tileM,
                            FragLayout::Cols);
     Value dsT = t.map({pT, dpT, d, scaleValue},
                       [](OpBuilder &b, Location loc, ValueRange x) {
@@ -403,12 +503,14 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                       });
     Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
     Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
-    t.storeFrag(dsT, dss);
-    TileBuilder::MmaOptions transposedA;
-    transposedA.transposeA = true;
-    Value dQ = t.mma(dss, ks, n, Value(), transposedA);
-    t.storeTile(dQ, arg(kernel, DQAccum), {blk.batch, q0, h, t.index(0)},
-                /*accumulate=*/true);
+    if (!deterministic) {
+      t.storeFrag(dsT, dss);
+      TileBuilder::MmaOptions transposedA;
+      transposedA.transposeA = true;
+      Value dQ = t.mma(dss, ks, n, Value(), transposedA);
+      t.storeTile(dQ, arg(kernel, "dq_accum"),
+                  {blk.batch, q0, h, t.index(0)}, /*accumulate=*/true);
+    }
     return {dK, dV};
   };
   // The masked steps first (the loops count down), then the unmasked.
@@ -421,8 +523,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                    return step(j, carried, false);
                  });
   Value zero = t.index(0);
-  t.storeTile(grads[0], arg(kernel, DK), {blk.batch, kv0, blk.kvHead, zero});
-  t.storeTile(grads[1], arg(kernel, DV), {blk.batch, kv0, blk.kvHead, zero});
+  t.storeTile(grads[0], arg(kernel, "dk"), {blk.batch, kv0, blk.kvHead, zero});
+  t.storeTile(grads[1], arg(kernel, "dv"), {blk.batch, kv0, blk.kvHead, zero});
 }
 
 /// Why the backward cannot serve `forward` yet, or an empty string.
@@ -442,7 +544,8 @@ static std::string explainUnsupported(KernelOp forward,
 }
 
 FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
-                                              const BackwardPins &pins) {
+                                              const BackwardOptions &options) {
+  const BackwardPins &pins = options.pins;
   auto attentions = forward.getBodyBlock().getOps<AttentionOp>();
   if (attentions.empty())
     return forward.emitOpError()
@@ -455,6 +558,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
            << " yet; compile the forward alone (--direction=fwd)";
 
   BackwardBuilder builder(forward, attention);
+  builder.deterministic = options.deterministic;
   OpBuilder b(forward.getContext());
   b.setInsertionPointAfter(forward);
   const ArchInfo &arch = forward.getArch().getInfo();
@@ -512,19 +616,39 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   KernelOp preprocess =
       builder.createKernel(b, "_preprocess", rowsConfig, false);
   b.setInsertionPointAfter(main);
-  KernelOp convert = builder.createKernel(b, "_convert", rowsConfig, false);
   OpBuilder inner(b.getContext());
   builder.buildPreprocess(inner, preprocess, chosen.tileM);
-  builder.buildConvert(inner, convert, chosen.tileM);
+  // The last kernel: dQ's convert, or in the deterministic family the dQ
+  // kernel (its first shape that fits, as for the main kernel).
+  KernelOp last;
+  if (!builder.deterministic) {
+    last = builder.createKernel(b, "_convert", rowsConfig, false);
+    builder.buildConvert(inner, last, chosen.tileM);
+  } else {
+    SmallVector<DQShape> dqShapes = getDQShapes();
+    for (auto [index, shape] : llvm::enumerate(dqShapes)) {
+      OpBuilder::InsertionGuard guard(b);
+      last = builder.createKernel(
+          b, "_dq",
+          ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN, 1,
+                          shape.warps, false),
+          false);
+      builder.buildDQ(inner, last, shape);
+      if (index + 1 == dqShapes.size() ||
+          SharedMemoryPlan(last).getTotalBytes() <= arch.smemPerBlock)
+        break;
+      last.erase();
+    }
+  }
 
-  b.setInsertionPointAfter(convert);
+  b.setInsertionPointAfter(last);
   auto symbol = [&](KernelOp k) {
     return cast<Attribute>(FlatSymbolRefAttr::get(k.getSymNameAttr()));
   };
   auto family = FamilyOp::create(
       b, builder.loc,
       b.getStringAttr(builder.familyName()),
-      b.getArrayAttr({symbol(preprocess), symbol(main), symbol(convert)}));
+      b.getArrayAttr({symbol(preprocess), symbol(main), symbol(last)}));
   return family;
 }
 

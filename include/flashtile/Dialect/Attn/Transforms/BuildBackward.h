@@ -34,17 +34,27 @@ struct BackwardPins {
   bool any() const { return tileM || tileN || warps || slots; }
 };
 
+/// How the backward is built.
+struct BackwardOptions {
+  BackwardPins pins;
+  /// dQ without atomics: the main kernel computes dK and dV only, and a
+  /// query-parallel <name>_bwd_dq kernel recomputes P and dS per KV tile
+  /// (FlashAttention-2's algorithm) into dQ, so every run gives the same
+  /// bits; there is no dq_accum workspace and no convert.
+  bool deterministic = false;
+};
+
 /// Appends the backward family of `forward` (a kernel-level attn.kernel) to
 /// its module: the three kernels above and the attn.family
 /// `<name>_bwd` (<name>: the forward's name without a `_fwd` suffix).
-/// The config is the first candidate that agrees with `pins` and whose
+/// The config is the first candidate that agrees with the pins and whose
 /// shared-memory plan fits the chip; when none fits, the last one is built
 /// and attn-allocate-shared-memory reports it; with tile_m, tile_n and
 /// warps pinned, the pinned shape is built. Fails with an error
 /// at the attention, and adds nothing, for what the backward does not
 /// cover yet or a pin no candidate has.
-mlir::FailureOr<FamilyOp> buildBackwardFamily(KernelOp forward,
-                                              const BackwardPins &pins = {});
+mlir::FailureOr<FamilyOp>
+buildBackwardFamily(KernelOp forward, const BackwardOptions &options = {});
 
 } // namespace flashtile::attn
 
