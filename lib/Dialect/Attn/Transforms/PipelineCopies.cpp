@@ -70,8 +70,9 @@ bool accesses(Operation *op, Value buffer) {
 
 /// The ops of `loop`'s body that `roots` are computed by, in body order
 /// (empty when every root is defined outside the body), or failure when
-/// one of them has memory effects or reads shared memory (re-emitting them
-/// at another step is then not safe).
+/// one of them has memory effects or reads shared memory, or they read a
+/// loop-carried value (re-emitting them at another step is then not safe:
+/// only the loop index names the step).
 FailureOr<SmallVector<Operation *>> computedInBody(KVLoopOp loop,
                                                   ArrayRef<Value> roots) {
   Block &body = loop.getBody().front();
@@ -79,8 +80,13 @@ FailureOr<SmallVector<Operation *>> computedInBody(KVLoopOp loop,
   SmallVector<Value> work(roots.begin(), roots.end());
   while (!work.empty()) {
     Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == &body && arg.getArgNumber() != 0)
+        return failure();
+      continue;
+    }
     Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != &body || slice.contains(def))
+    if (def->getBlock() != &body || slice.contains(def))
       continue;
     if (!isMemoryEffectFree(def) || def->getNumRegions() != 0 ||
         !getSharedAccesses(def).empty())
@@ -94,10 +100,41 @@ FailureOr<SmallVector<Operation *>> computedInBody(KVLoopOp loop,
   return ordered;
 }
 
+/// Whether `value` of loop `a`'s body and `other` of loop `b`'s are the
+/// same function of each loop's index: the index itself, one value from
+/// outside both, or ops of the same kind, attributes and such operands.
+/// The pipeline issues a chain's copies ahead across its loops with the
+/// first loop's computation, so every loop must compute the same one.
+bool sameFunctionOfIndex(Value value, KVLoopOp a, Value other, KVLoopOp b) {
+  Block &bodyA = a.getBody().front(), &bodyB = b.getBody().front();
+  if (value == bodyA.getArgument(0) || other == bodyB.getArgument(0))
+    return value == bodyA.getArgument(0) && other == bodyB.getArgument(0);
+  Operation *x = value.getDefiningOp(), *y = other.getDefiningOp();
+  bool xInside = x && x->getBlock() == &bodyA;
+  bool yInside = y && y->getBlock() == &bodyB;
+  if (!xInside || !yInside)
+    return !xInside && !yInside && value == other;
+  if (x->getName() != y->getName() || x->getAttrs() != y->getAttrs() ||
+      x->getNumOperands() != y->getNumOperands() ||
+      cast<OpResult>(value).getResultNumber() !=
+          cast<OpResult>(other).getResultNumber())
+    return false;
+  for (auto [p, q] : llvm::zip(x->getOperands(), y->getOperands()))
+    if (!sameFunctionOfIndex(p, a, q, b))
+      return false;
+  return true;
+}
+
 /// Whether two copies read the same tensor rows the same way (all but the
-/// tile index; a copy with a slot computes its tile and head per step).
-bool sameSource(CopyAsyncOp a, CopyAsyncOp b) {
+/// tile index; copies with a slot compute their tile and head from their
+/// loops' indices, the same way).
+bool sameSource(CopyAsyncOp a, KVLoopOp aLoop, CopyAsyncOp b, KVLoopOp bLoop) {
   bool perStep = a.getSlot() && b.getSlot();
+  if (bool(a.getSlot()) != bool(b.getSlot()))
+    return false;
+  if (perStep && (!sameFunctionOfIndex(a.getTile(), aLoop, b.getTile(), bLoop) ||
+                  !sameFunctionOfIndex(a.getHead(), aLoop, b.getHead(), bLoop)))
+    return false;
   return a.getSrc() == b.getSrc() && a.getBatch() == b.getBatch() &&
          (perStep || a.getHead() == b.getHead()) && a.getDst() == b.getDst() &&
          a.getPages() == b.getPages() && a.getLimit() == b.getLimit() &&
@@ -120,7 +157,7 @@ struct Step {
 
 /// The loop's copy of `buffer` in the user's form (at the loop index,
 /// before every read of the buffer, the only write to it), or failure.
-FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like) {
+FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like, KVLoopOp likeLoop) {
   Block &body = loop.getBody().front();
   Value j = body.getArgument(0), buffer = like.getDst();
   Step step{loop, nullptr};
@@ -139,9 +176,14 @@ FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like) {
     if (!accesses(&op, buffer))
       continue;
     if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
+      // A copy without a slot reads at the index, everything else from
+      // outside the loop; one with a slot computes its tile and head from
+      // the index alone.
+      FailureOr<SmallVector<Operation *>> computation =
+          computedInBody(loop, {copy.getTile(), copy.getHead()});
       if (step.copy || lastRead || copy.getSlotIndex() != j ||
-          !sameSource(copy, like) ||
-          failed(computedInBody(loop, {copy.getTile(), copy.getHead()})))
+          !sameSource(copy, loop, like, likeLoop) || failed(computation) ||
+          (!copy.getSlot() && !computation->empty()))
         return failure();
       step.copy = copy;
       continue;
@@ -189,8 +231,10 @@ struct CopySource {
   /// The values from outside the loop the copy of a step needs.
   SmallVector<Value> outsideOperands() const {
     SmallVector<Value> operands = {src, batch, dst, pages, limit};
-    if (!perStep)
-      operands.push_back(head);
+    // A tile or head the loop does not compute is an operand as it is.
+    for (Value v : {tile, head})
+      if (v != index && !llvm::is_contained(computation, v.getDefiningOp()))
+        operands.push_back(v);
     for (Operation *op : computation)
       for (Value v : op->getOperands())
         if (v != index && !llvm::is_contained(computation, v.getDefiningOp()))
@@ -254,7 +298,7 @@ private:
     for (CopyAsyncOp like : candidates) {
       SmallVector<Step> steps;
       for (KVLoopOp loop : chain) {
-        FailureOr<Step> step = findStep(loop, like);
+        FailureOr<Step> step = findStep(loop, like, first);
         if (failed(step))
           break;
         steps.push_back(*step);
