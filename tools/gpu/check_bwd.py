@@ -6,7 +6,8 @@ For every plan of the folder, what it computes is read from its `info`
 (dtype, head dims, causal, window, the default scale), and it runs a grid
 of shapes: partial tiles on both sides, seqlen_q < seqlen_k and
 seqlen_q > seqlen_k (with causal, the first rows see no key: their dQ is 0,
-never NaN), MHA, GQA and MQA, two sequences. O and the LSE come from
+never NaN), one query row, MHA, GQA (groups of 2 and 8) and MQA, two
+sequences. O and the LSE come from
 ftgpu.reference.attention (float64), dQ, dK and dV from autograd through
 it; the gradients are poisoned with NaN before each launch, and each shape
 is launched twice (the plan zero-fills its workspaces per launch).
@@ -35,8 +36,11 @@ from bench_fwd import runtime  # noqa: E402  (sets up the path)
 
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # (batch, heads_q, heads_kv, seqlen_q, seqlen_k)
+# One query row; a group of 8 query heads per KV head; many more queries
+# than keys (with causal, most rows see no key and key tiles see few).
 SHAPES = [(2, 2, 2, 150, 200), (1, 4, 2, 200, 130), (1, 3, 1, 256, 256),
-          (1, 2, 2, 97, 333)]
+          (1, 2, 2, 97, 333), (2, 2, 2, 1, 200), (1, 8, 1, 64, 64),
+          (1, 1, 1, 600, 40)]
 
 
 def reference(q, k, v, do, scale, causal, window):
