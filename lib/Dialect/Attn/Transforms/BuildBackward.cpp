@@ -14,9 +14,16 @@
 // a row whose LSE is -inf: it kept no key) have P = 0, so they add
 // nothing, and a fully masked row's gradients stay 0.
 //
-// The walk over (head, query tile) pairs is one KV loop whose index names
-// the step (copy_async's `slot`): the pipeline and the race proof see one
-// sequence of steps, and the tile and head are computed from it.
+// The walk over (head, query tile) pairs is one sequence of steps whose
+// index names the step (copy_async's `slot`): the pipeline and the race
+// proof see one sequence, and the tile and head are computed from it. It
+// runs as two chained KV loops, the steps that need the mask and those
+// that do not.
+//
+// The deterministic family drops dQ's staging, mma and atomics from the
+// main kernel and adds a query-parallel dQ kernel (FlashAttention-2's dQ
+// pass): per KV tile S = Q K^T, P from the LSE, dP = dO V^T,
+// dS = P (dP - D) scale, dQ += dS K, all in registers.
 //
 //===----------------------------------------------------------------------===//
 

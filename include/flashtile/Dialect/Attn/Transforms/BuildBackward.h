@@ -13,7 +13,10 @@
 //      by f32 atomics;
 //   3. <name>_bwd_convert (query tiles): dq_accum rounded into dQ.
 // The family's tensors are the forward's q, k, v, o, lse and the upstream
-// do, the workspaces d and dq_accum, and the gradients dq, dk, dv.
+// do, the workspaces d and dq_accum, and the gradients dq, dk, dv. The
+// deterministic family (BackwardOptions::deterministic) computes dQ in a
+// query-parallel <name>_bwd_dq kernel instead of 2.'s atomics and 3., and
+// has no dq_accum.
 //
 //===----------------------------------------------------------------------===//
 
