@@ -95,6 +95,15 @@ SmallVector<BackwardShape> pinShapes(ArrayRef<BackwardShape> shapes,
   return kept;
 }
 
+/// Index arithmetic of the block's bounds, one op per call.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+  template <typename Op> Value get(Value x, Value y) {
+    return Op::create(b, loc, x, y).getResult();
+  }
+};
+
 /// The values the three kernels share.
 struct BackwardBuilder {
   KernelOp forward;
@@ -302,24 +311,17 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   TileBuilder t(b, loc, kernel);
   Type f32 = b.getF32Type(), dtype = qType.getElementType();
   int64_t tileM = shape.tileM, tileN = shape.tileN;
-  auto add = [&](Value x, Value y) {
-    return arith::AddIOp::create(b, loc, x, y).getResult();
-  };
-  auto sub = [&](Value x, Value y) {
-    return arith::SubIOp::create(b, loc, x, y).getResult();
-  };
+  IndexMath math{b, loc};
+  auto add = [&](Value x, Value y) { return math.get<arith::AddIOp>(x, y); };
+  auto sub = [&](Value x, Value y) { return math.get<arith::SubIOp>(x, y); };
+  auto max = [&](Value x, Value y) { return math.get<arith::MaxSIOp>(x, y); };
+  auto min = [&](Value x, Value y) { return math.get<arith::MinSIOp>(x, y); };
   auto mul = [&](Value x, int64_t y) {
-    return arith::MulIOp::create(b, loc, x, t.index(y)).getResult();
-  };
-  auto max = [&](Value x, Value y) {
-    return arith::MaxSIOp::create(b, loc, x, y).getResult();
-  };
-  auto min = [&](Value x, Value y) {
-    return arith::MinSIOp::create(b, loc, x, y).getResult();
+    return math.get<arith::MulIOp>(x, t.index(y));
   };
   // Every quotient's dividend is clamped non-negative first.
   auto divide = [&](Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, t.index(y)).getResult();
+    return math.get<arith::DivUIOp>(x, t.index(y));
   };
 
   TileBuilder::Block blk = t.blockContext();
