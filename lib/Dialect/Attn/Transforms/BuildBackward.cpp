@@ -584,11 +584,15 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
            << s.warps << ", stages " << s.qSlots << ")";
     return diag;
   }
+  if (pins.slots && *pins.slots < 1)
+    return attention.emitError()
+           << "the backward's Q and dO slots (stages) must be at least 1, got "
+           << *pins.slots;
   // A pinned shape is checked like any config.
   for (const BackwardShape &s : shapes)
     if (!ConfigAttr::getChecked(
             [&] { return attention.emitError() << "invalid backward config: "; },
-            b.getContext(), s.tileM, s.tileN, int64_t{1}, s.warps, false,
+            b.getContext(), s.tileM, s.tileN, s.qSlots, s.warps, false,
             int64_t{1}, false) ||
         !ConfigAttr::getChecked(
             [&] { return attention.emitError() << "invalid backward config: "; },
@@ -604,7 +608,8 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   for (auto [index, shape] : llvm::enumerate(shapes)) {
     ConfigAttr config =
         ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
-                        /*stages=*/1, shape.warps, /*q_in_regs=*/false);
+                        /*stages=*/shape.qSlots, shape.warps,
+                        /*q_in_regs=*/false);
     OpBuilder::InsertionGuard guard(b);
     main = builder.createKernel(b, "_main", config, /*keyGrid=*/true);
     OpBuilder inner(b.getContext());
