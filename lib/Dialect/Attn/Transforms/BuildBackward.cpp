@@ -95,6 +95,55 @@ SmallVector<BackwardShape> pinShapes(ArrayRef<BackwardShape> shapes,
   return kept;
 }
 
+/// P = exp(score - LSE) in the exp2 domain: exp2(s c - lse log2(e)), `c`
+/// the scale times log2(e). The main kernel and the dQ kernel share it.
+Value probability(OpBuilder &b, Location loc, Value s, Value lse, Value c) {
+  Value log2e = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
+  Value exponent = arith::SubFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, s, c),
+      arith::MulFOp::create(b, loc, lse, log2e));
+  return math::Exp2Op::create(b, loc, exponent);
+}
+
+/// Whether a row kept no key (its LSE is -inf): it has no gradient.
+Value keptNoKey(OpBuilder &b, Location loc, Value lse) {
+  Value ninf = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, ninf);
+}
+
+/// 0 where `dropped`, else `p`.
+Value zeroWhere(OpBuilder &b, Location loc, Value dropped, Value p) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return arith::SelectOp::create(b, loc, dropped, zero, p);
+}
+
+/// The map body of dS = P (dP - D) scale over (P, dP, D, scale).
+Value scoreGradient(OpBuilder &b, Location loc, ValueRange x) {
+  Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
+  Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
+  return arith::MulFOp::create(b, loc, weighted, x[3]);
+}
+
+/// Of `shapes`, builds with `build` the first whose shared-memory plan
+/// fits `limit` bytes, else the last (whose plan the allocator then
+/// refuses); the ones that do not fit are erased. Returns the kernel and
+/// the index of its shape.
+template <typename Shape>
+std::pair<KernelOp, size_t>
+buildFirstThatFits(ArrayRef<Shape> shapes, int64_t limit,
+                   llvm::function_ref<KernelOp(const Shape &)> build) {
+  for (auto [index, shape] : llvm::enumerate(shapes)) {
+    KernelOp kernel = build(shape);
+    if (index + 1 == shapes.size() ||
+        SharedMemoryPlan(kernel).getTotalBytes() <= limit)
+      return {kernel, index};
+    kernel.erase();
+  }
+  llvm_unreachable("no backward shape to build");
+}
+
 /// Index arithmetic of the block's bounds, one op per call.
 struct IndexMath {
   OpBuilder &b;
@@ -271,28 +320,12 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
         s = t.mask(s, blk, j, left, right);
       Value p = t.map({s, lse, scaleLog2},
                       [](OpBuilder &b, Location loc, ValueRange x) {
-        Value log2e = arith::ConstantOp::create(
-            b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
-        Value exponent = arith::SubFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x[0], x[2]),
-            arith::MulFOp::create(b, loc, x[1], log2e));
-        Value e = math::Exp2Op::create(b, loc, exponent);
-        Value ninf = arith::ConstantOp::create(
-            b, loc,
-            b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                            x[1], ninf);
-        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-        return arith::SelectOp::create(b, loc, empty, zero, e).getResult();
+        Value e = probability(b, loc, x[0], x[1], x[2]);
+        return zeroWhere(b, loc, keptNoKey(b, loc, x[1]), e);
       });
       t.copy(arg(kernel, "v"), blk.batch, j, blk.kvHead, vs);
       Value dp = t.dot(dos, vs, j);
-      Value ds = t.map({p, dp, d, scaleValue},
-                       [](OpBuilder &b, Location loc, ValueRange x) {
-        Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
-        Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
-        return arith::MulFOp::create(b, loc, weighted, x[3]).getResult();
-      });
+      Value ds = t.map({p, dp, d, scaleValue}, scoreGradient);
       return {t.mma(t.convert(ds, dtype), ks, j, acc[0], {})};
     });
   };
@@ -458,12 +491,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
         [&](OpBuilder &b, Location loc, ValueRange x) {
           Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
           Value nq = x[5], nk = x[6], sh = x[7], row = x[8], col = x[9];
-          Value log2e = arith::ConstantOp::create(
-              b, loc, b.getF32FloatAttr(static_cast<float>(M_LOG2E)));
-          Value exponent = arith::SubFOp::create(
-              b, loc, arith::MulFOp::create(b, loc, s, c),
-              arith::MulFOp::create(b, loc, l, log2e));
-          Value p = math::Exp2Op::create(b, loc, exponent);
+          Value p = probability(b, loc, s, l, c);
           if (!withMask)
             return p;
           auto idx = [&](int64_t v) {
@@ -488,28 +516,12 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
             out = orI(out, cmp(arith::CmpIPredicate::slt, key,
                                arith::SubIOp::create(b, loc, diagonal,
                                                      idx(left))));
-          // A row that kept no key has LSE -inf and no gradient.
-          Value ninf = arith::ConstantOp::create(
-              b, loc,
-              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
-          out = orI(out, arith::CmpFOp::create(
-                             b, loc, arith::CmpFPredicate::OEQ, l, ninf));
-          Value zero =
-              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-          return arith::SelectOp::create(b, loc, out, zero, p).getResult();
+          return zeroWhere(b, loc, orI(out, keptNoKey(b, loc, l)), p);
         });
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
     Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0}, tileM,
                            FragLayout::Cols);
-    Value dsT = t.map({pT, dpT, d, scaleValue},
-                      [](OpBuilder &b, Location loc, ValueRange x) {
-                        Value centred =
-                            arith::SubFOp::create(b, loc, x[1], x[2]);
-                        Value weighted =
-                            arith::MulFOp::create(b, loc, x[0], centred);
-                        return arith::MulFOp::create(b, loc, weighted, x[3])
-                            .getResult();
-                      });
+    Value dsT = t.map({pT, dpT, d, scaleValue}, scoreGradient);
     Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
     Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
     if (!deterministic) {
@@ -588,40 +600,35 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
     return attention.emitError()
            << "the backward's Q and dO slots (stages) must be at least 1, got "
            << *pins.slots;
-  // A pinned shape is checked like any config.
+  // A pinned shape is checked like any config: the main kernel's, and the
+  // query-tile kernels' (tile_m by tile_m, one stage).
+  auto valid = [&](int64_t tileM, int64_t tileN, int64_t stages,
+                   int64_t warps) {
+    return bool(ConfigAttr::getChecked(
+        [&] { return attention.emitError() << "invalid backward config: "; },
+        b.getContext(), tileM, tileN, stages, warps, false, int64_t{1},
+        false));
+  };
   for (const BackwardShape &s : shapes)
-    if (!ConfigAttr::getChecked(
-            [&] { return attention.emitError() << "invalid backward config: "; },
-            b.getContext(), s.tileM, s.tileN, s.qSlots, s.warps, false,
-            int64_t{1}, false) ||
-        !ConfigAttr::getChecked(
-            [&] { return attention.emitError() << "invalid backward config: "; },
-            b.getContext(), s.tileM, s.tileM, int64_t{1}, s.warps, false,
-            int64_t{1}, false))
+    if (!valid(s.tileM, s.tileN, s.qSlots, s.warps) ||
+        !valid(s.tileM, s.tileM, 1, s.warps))
       return failure();
 
-  // The main kernel is the one whose buffers decide; the first candidate
-  // that fits is kept, else the last, which the allocator then refuses
-  // with its plan.
-  KernelOp main;
-  BackwardShape chosen = shapes.back();
-  for (auto [index, shape] : llvm::enumerate(shapes)) {
-    ConfigAttr config =
-        ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
-                        /*stages=*/shape.qSlots, shape.warps,
-                        /*q_in_regs=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    main = builder.createKernel(b, "_main", config, /*keyGrid=*/true);
-    OpBuilder inner(b.getContext());
-    builder.buildMain(inner, main, shape);
-    bool last = index + 1 == shapes.size();
-    if (last ||
-        SharedMemoryPlan(main).getTotalBytes() <= arch.smemPerBlock) {
-      chosen = shape;
-      break;
-    }
-    main.erase();
-  }
+  // The main kernel is the one whose buffers decide.
+  auto [main, chosenIndex] = buildFirstThatFits<BackwardShape>(
+      shapes, arch.smemPerBlock, [&](const BackwardShape &shape) {
+        ConfigAttr config =
+            ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
+                            /*stages=*/shape.qSlots, shape.warps,
+                            /*q_in_regs=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        KernelOp kernel =
+            builder.createKernel(b, "_main", config, /*keyGrid=*/true);
+        OpBuilder inner(b.getContext());
+        builder.buildMain(inner, kernel, shape);
+        return kernel;
+      });
+  const BackwardShape &chosen = shapes[chosenIndex];
 
   ConfigAttr rowsConfig =
       ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileM, 1,
@@ -640,19 +647,19 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
     builder.buildConvert(inner, last, chosen.tileM);
   } else {
     SmallVector<DQShape> dqShapes = getDQShapes();
-    for (auto [index, shape] : llvm::enumerate(dqShapes)) {
-      OpBuilder::InsertionGuard guard(b);
-      last = builder.createKernel(
-          b, "_dq",
-          ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN, 1,
-                          shape.warps, false),
-          false);
-      builder.buildDQ(inner, last, shape);
-      if (index + 1 == dqShapes.size() ||
-          SharedMemoryPlan(last).getTotalBytes() <= arch.smemPerBlock)
-        break;
-      last.erase();
-    }
+    last = buildFirstThatFits<DQShape>(
+               dqShapes, arch.smemPerBlock,
+               [&](const DQShape &shape) {
+                 OpBuilder::InsertionGuard guard(b);
+                 KernelOp kernel = builder.createKernel(
+                     b, "_dq",
+                     ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
+                                     1, shape.warps, false),
+                     false);
+                 builder.buildDQ(inner, kernel, shape);
+                 return kernel;
+               })
+               .first;
   }
 
   b.setInsertionPointAfter(last);
