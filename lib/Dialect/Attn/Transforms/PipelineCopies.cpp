@@ -30,9 +30,9 @@
 // walk over a GQA group's heads) is pipelined the same way: the pure ops
 // that compute them are re-emitted for step j - d. A copy the pass does
 // not recognise (another index, a second copy of the buffer, a read
-// before the copy) is left where the program put it. The pass only moves copies; the waits and
-// barriers, and the proof that the result is race-free, come from
-// attn-insert-barriers.
+// before the copy) is left where the program put it. The pass only moves
+// copies; the waits and barriers, and the proof that the result is
+// race-free, come from attn-insert-barriers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,6 +146,9 @@ bool sameSource(CopyAsyncOp a, KVLoopOp aLoop, CopyAsyncOp b, KVLoopOp bLoop) {
 struct Step {
   KVLoopOp loop;
   CopyAsyncOp copy;
+  /// The body's ops that compute the copy's tile and head (a copy with a
+  /// slot; empty otherwise).
+  SmallVector<Operation *> computation;
   /// The op the pipelined copy goes before, when d = S.
   Operation *afterLastRead = nullptr;
   /// Whether a shared-memory read follows the buffer's last read.
@@ -186,6 +189,7 @@ FailureOr<Step> findStep(KVLoopOp loop, CopyAsyncOp like, KVLoopOp likeLoop) {
           (!copy.getSlot() && !computation->empty()))
         return failure();
       step.copy = copy;
+      step.computation = std::move(*computation);
       continue;
     }
     if (!step.copy || !reads(&op, buffer) ||
@@ -218,15 +222,16 @@ struct CopySource {
   /// and the head from it.
   Value index;
   SmallVector<Operation *> computation;
-  CopySource(CopyAsyncOp copy, KVLoopOp loop)
+  explicit CopySource(const Step &step)
+      : CopySource(step.copy, step.loop, step.computation) {}
+  CopySource(CopyAsyncOp copy, KVLoopOp loop,
+             ArrayRef<Operation *> computation)
       : loc(copy.getLoc()), src(copy.getSrc()), batch(copy.getBatch()),
         tile(copy.getTile()), head(copy.getHead()), dst(copy.getDst()),
         pages(copy.getPages()), limit(copy.getLimit()),
         packed(copy.getPacked()), perStep(bool(copy.getSlot())),
-        index(loop.getBody().front().getArgument(0)) {
-    if (perStep)
-      computation = *computedInBody(loop, {tile, head});
-  }
+        index(loop.getBody().front().getArgument(0)),
+        computation(computation) {}
 
   /// The values from outside the loop the copy of a step needs.
   SmallVector<Value> outsideOperands() const {
@@ -317,7 +322,7 @@ private:
                                     : "at the top of the step");
       if (distance > 0)
         prologue.push_back(
-            {distance, steps.front().firstRead, CopySource(like, first)});
+            {distance, steps.front().firstRead, CopySource(steps.front())});
       for (Step &step : steps)
         moveCopy(kernel, step, distance, ahead);
     }
@@ -340,8 +345,7 @@ private:
       b.setInsertionPoint(step.afterLastRead);
     else
       b.setInsertionPointToStart(&body);
-    CopySource(step.copy, step.loop)
-        .build(b, kernel, body.getArgument(0), distance);
+    CopySource(step).build(b, kernel, body.getArgument(0), distance);
     step.copy.erase();
     step.copy = nullptr;
   }
