@@ -50,10 +50,12 @@ py::dict compileKernel(const std::string &source,
                        const std::optional<int64_t> &kvWarps,
                        const std::string &direction, bool deterministic) {
   CompileOptions options;
-  if (direction != "fwd" && direction != "bwd")
-    raise("direction must be 'fwd' or 'bwd', got '" + direction + "'");
-  options.direction =
-      direction == "bwd" ? Direction::Backward : Direction::Forward;
+  std::optional<Direction> parsedDirection = parseDirection(direction);
+  if (!parsedDirection)
+    raise("direction must be '" + stringifyDirection(Direction::Forward).str() +
+          "' or '" + stringifyDirection(Direction::Backward).str() +
+          "', got '" + direction + "'");
+  options.direction = *parsedDirection;
   options.deterministic = deterministic;
   std::optional<attn::ConfigFamily> parsed = attn::parseConfigFamily(family);
   if (!parsed)

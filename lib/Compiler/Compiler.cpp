@@ -501,6 +501,17 @@ compileFamily(ModuleOp module, ArrayRef<FamilyOp> families,
   return compileOnce(module, ConfigOverrides(), options, ptxas);
 }
 
+StringRef flashtile::stringifyDirection(Direction direction) {
+  return direction == Direction::Backward ? "bwd" : "fwd";
+}
+
+std::optional<Direction> flashtile::parseDirection(StringRef name) {
+  for (Direction d : {Direction::Forward, Direction::Backward})
+    if (name == stringifyDirection(d))
+      return d;
+  return std::nullopt;
+}
+
 /// The backward family of the module's one kernel-level attention, built
 /// into a copy of the module and compiled as a family.
 static FailureOr<CompiledKernel> compileBackward(ModuleOp module,

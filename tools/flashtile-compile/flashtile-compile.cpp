@@ -76,15 +76,12 @@ static cl::opt<bool> pagedKV(
              "dim) addressed through an i32 (batch, max_pages) block_table "
              "argument"),
     cl::init(false), cl::cat(specCat));
-enum class DirectionFlag { Fwd, Bwd };
-static cl::opt<DirectionFlag> direction(
-    "direction", cl::desc("Which pass of the attention to build"),
-    cl::init(DirectionFlag::Fwd),
-    cl::values(clEnumValN(DirectionFlag::Fwd, "fwd", "the forward (O, LSE)"),
-               clEnumValN(DirectionFlag::Bwd, "bwd",
-                          "the backward: one plan of preprocess, main and "
-                          "convert kernels (dQ, dK, dV from O, LSE, dO)")),
-    cl::cat(specCat));
+static cl::opt<std::string> direction(
+    "direction",
+    cl::desc("Which pass of the attention to build: fwd (O, LSE) or bwd (one "
+             "plan of preprocess, main and convert kernels: dQ, dK, dV from "
+             "O, LSE and dO)"),
+    cl::init("fwd"), cl::cat(specCat));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("With --direction=bwd: dQ by a query-parallel kernel of its own "
@@ -471,8 +468,15 @@ int main(int argc, char **argv) {
     return 1;
   CompileOptions options;
   options.pins = *pins;
-  options.direction = direction == DirectionFlag::Bwd ? Direction::Backward
-                                                      : Direction::Forward;
+  std::optional<Direction> parsedDirection = parseDirection(direction);
+  if (!parsedDirection) {
+    emitError(flagsLoc) << "--direction must be "
+                        << stringifyDirection(Direction::Forward) << " or "
+                        << stringifyDirection(Direction::Backward) << ", got '"
+                        << direction << "'";
+    return 1;
+  }
+  options.direction = *parsedDirection;
   options.deterministic = deterministic;
   options.stopAfter = stageOf(emit);
   options.ptxasPath = ptxasPath;

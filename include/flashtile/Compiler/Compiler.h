@@ -66,6 +66,11 @@ enum class Direction {
   Backward,
 };
 
+/// The names of the directions ("fwd", "bwd"), which the driver and the
+/// Python binding take: this pair owns them.
+llvm::StringRef stringifyDirection(Direction direction);
+std::optional<Direction> parseDirection(llvm::StringRef name);
+
 struct CompileOptions {
   Direction direction = Direction::Forward;
   /// The backward's dQ without atomics, by a kernel of its own

@@ -34,7 +34,6 @@ namespace flashtile::attn {
 /// searched among the candidates.
 struct BackwardPins {
   std::optional<int64_t> tileM, tileN, warps, slots;
-  bool any() const { return tileM || tileN || warps || slots; }
 };
 
 /// How the backward is built.
