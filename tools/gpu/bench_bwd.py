@@ -33,6 +33,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftgpu.timing  # noqa: E402
+import ftgpu.tolerance  # noqa: E402
 from bench_fwd import Peers, runtime  # noqa: E402  (sets up the path)
 
 
@@ -60,7 +61,6 @@ def main():
     args = parser.parse_args()
     peers = Peers(torch)
     dev = "cuda"
-    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
     ratios = {peer: [] for peer in args.peers}
     print(f"{'plan':28} {'S':>6} {'impl':>11} {'ms':>8} {'TFLOP/s':>8} "
           f"{'speedup':>8}")
@@ -70,7 +70,7 @@ def main():
         kernel = runtime.load(plan)
         name = os.path.basename(plan).removesuffix(".plan.json")
         D, causal = info["head_dim"], info["causal"]
-        dtype = dtypes[info["dtype"]]
+        dtype = ftgpu.tolerance.torch_dtype(info["dtype"])
         H = max(1, args.width // D)
         for S in args.seqlens:
             B = max(1, args.tokens // S)

@@ -30,6 +30,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import KernelInfo, runtime  # noqa: E402  (sets up the path)
 import ftgpu.timing  # noqa: E402
+import ftgpu.tolerance  # noqa: E402
 
 PEERS = ("sdpa-flash", "cudnn", "flex")
 
@@ -173,7 +174,7 @@ def main(argv=None):
             continue
         loaded += 1
         m = KernelInfo(kernel)
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[m.dtype]
+        dtype = ftgpu.tolerance.torch_dtype(m.dtype)
         for s in args.seqlens:
             b = max(1, args.tokens // s)
             h = args.heads

@@ -34,7 +34,6 @@ import ftgpu.reference  # noqa: E402
 import ftgpu.tolerance  # noqa: E402
 from bench_fwd import runtime  # noqa: E402  (sets up the path)
 
-DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 # (batch, heads_q, heads_kv, seqlen_q, seqlen_k)
 # One query row; a group of 8 query heads per KV head; many more queries
 # than keys (with causal, most rows see no key and key tiles see few).
@@ -78,7 +77,7 @@ def check_plan(path, gen, dev):
         info = json.load(f)["info"]
     name = os.path.basename(path).removesuffix(".plan.json")
     dtype_name = info["dtype"]
-    dtype = DTYPES[dtype_name]
+    dtype = ftgpu.tolerance.torch_dtype(dtype_name)
     d, dv = info["head_dim"], info["head_dim_v"]
     causal = info["causal"]
     window = tuple(info["window"])

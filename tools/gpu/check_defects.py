@@ -142,8 +142,7 @@ def run():
     global ADD, SCALE0, BIAS0
     dev = "cuda"
     gen = torch.Generator().manual_seed(22)
-    torch_dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
-    from ftgpu.tolerance import O_TOLERANCE as tols
+    from ftgpu.tolerance import O_TOLERANCE as tols, torch_dtype
     results = []
 
     def compare(label, out, lse, ref, ref_lse, dtype):
@@ -159,7 +158,7 @@ def run():
     print(f"{'case':34} {'O err':>9} {'LSE err':>9}  result")
     B, H, Sq, Sk = 3, 4, 200, 333
     for dtype in DTYPES:
-        tdt = torch_dtypes[dtype]
+        tdt = torch_dtype(dtype)
         q = torch.randn(B, H, Sq, D, generator=gen).to(dev, tdt)
         k = torch.randn(B, H, Sk, D, generator=gen).to(dev, tdt)
         v = torch.randn(B, H, Sk, D, generator=gen).to(dev, tdt)

@@ -133,7 +133,7 @@ def compare(torch, meta, out, lse, ref_o, ref_lse):
 def run_case(torch, kernel, meta, shape, seed, ref_device, input_scale):
     b, hq, hkv, sq, sk = shape
     d, dv = meta.head_dim, meta.head_dim_v
-    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta.dtype]
+    dtype = ftgpu.tolerance.torch_dtype(meta.dtype)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed)
 

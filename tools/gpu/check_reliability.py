@@ -45,6 +45,7 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import (KernelInfo, O_TOLERANCE, compare, find_kernels,  # noqa: E402
                        reference, runtime)
+import ftgpu.tolerance  # noqa: E402
 
 LAYOUTS = ("bshd", "bhsd", "padded", "every-other-batch")
 
@@ -117,7 +118,7 @@ class Case:
         self.torch, self.plan, self.shape = torch, plan, shape
         name, kernel, meta, paged = plan
         b, hq, hkv, sq, sk = shape
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[meta.dtype]
+        dtype = ftgpu.tolerance.torch_dtype(meta.dtype)
         gen = torch.Generator(device="cuda")
         gen.manual_seed(seed)
         d, dv = meta.head_dim, meta.head_dim_v

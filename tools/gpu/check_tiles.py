@@ -55,7 +55,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftgpu.timing  # noqa: E402
 from ftgpu.reference import attention as attention_reference  # noqa: E402
-from ftgpu.tolerance import LSE_TOLERANCE, O_TOLERANCE  # noqa: E402
+from ftgpu.tolerance import LSE_TOLERANCE, O_TOLERANCE, torch_dtype  # noqa: E402
 
 
 def _float64_heads(q, k, v):
@@ -129,7 +129,7 @@ def relu_reference(q, k, v, scale, causal):
 
 def check_case(kernel, dtype, causal, B, Hq, Hkv, Sq, Sk, seed, example="sigmoid"):
     dev = "cuda"
-    tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    tdtype = torch_dtype(dtype)
     g = torch.Generator(device="cpu").manual_seed(seed)
     d = 128
     q = torch.randn(B, Hq, Sq, d, generator=g).to(dev, tdtype)

@@ -53,7 +53,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ftgpu.timing  # noqa: E402
 from ftgpu.reference import attention as attention_reference  # noqa: E402
-from ftgpu.tolerance import LSE_TOLERANCE, O_TOLERANCE  # noqa: E402
+from ftgpu.tolerance import LSE_TOLERANCE, O_TOLERANCE, torch_dtype  # noqa: E402
 
 CHUNK = 1024
 
@@ -157,7 +157,7 @@ def reference(q, k, v, scale, causal, score_mod, mask_mod, ex):
 def check_case(kernel, dtype, causal, example, B, Hq, Hkv, Sq, Sk, seed):
     score_mod, mask_mod, make_extras, _ = EXAMPLES[example]
     dev = "cuda"
-    tdtype = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    tdtype = torch_dtype(dtype)
     g = torch.Generator(device="cpu").manual_seed(seed)
     d = 128
     q = torch.randn(B, Hq, Sq, d, generator=g).to(dev, tdtype)

@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fwd import KernelInfo, runtime  # noqa: E402
+import ftgpu.tolerance  # noqa: E402
 
 
 def per_call_us(torch, fns, iters, rounds=7):
@@ -63,7 +64,7 @@ def main(argv=None):
             status = 1
             continue
         m = KernelInfo(kernel)
-        dt = {"bf16": torch.bfloat16, "f16": torch.float16}[m.dtype]
+        dt = ftgpu.tolerance.torch_dtype(m.dtype)
         for s in args.seqlens:
             q, k, v = (torch.randn(1, 1, s, m.head_dim, device="cuda", dtype=dt)
                        for _ in range(3))

@@ -4,7 +4,9 @@ O passes when max |o - ref| / max |ref| (over the whole output) is below
 O_TOLERANCE of its dtype; the LSE when |lse - ref| <= LSE_TOLERANCE *
 max(1, |ref|) where the reference is finite, and the -inf rows (rows that
 see no key) match exactly, with O = 0 there. Gradients: GRAD_TOLERANCE, the
-same relative rule. NaN anywhere fails.
+same relative rule. NaN anywhere fails. The dtype names the rules (and
+the plans' `info.dtype`) are keyed by map to torch dtypes here too
+(dtype_name, torch_dtype).
 """
 
 import math
@@ -21,6 +23,11 @@ _NAMES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 def dtype_name(dtype):
     """"bf16" / "f16" for a torch dtype or one of those names."""
     return _NAMES.get(dtype, dtype)
+
+
+def torch_dtype(name):
+    """The torch dtype of "bf16" / "f16" (a plan's `info.dtype`)."""
+    return {n: d for d, n in _NAMES.items()}[name]
 
 
 def rel_err(out, ref):
