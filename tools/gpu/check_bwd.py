@@ -42,19 +42,6 @@ SHAPES = [(2, 2, 2, 150, 200), (1, 4, 2, 200, 130), (1, 3, 1, 256, 256),
           (1, 1, 1, 600, 40)]
 
 
-def reference(q, k, v, do, scale, causal, window):
-    """float64 O (B, S, H, Dv), LSE (B, H, S) and dQ, dK, dV by autograd
-    through ftgpu.reference.attention."""
-    qd, kd, vd = (x.detach().double().cpu().requires_grad_()
-                  for x in (q, k, v))
-    o, lse = ftgpu.reference.attention(
-        qd.transpose(1, 2), kd.transpose(1, 2), vd.transpose(1, 2), scale,
-        causal=causal, window=window)
-    grads = torch.autograd.grad(o, (qd, kd, vd),
-                                do.double().cpu().transpose(1, 2))
-    return o.detach().transpose(1, 2), lse.detach(), grads
-
-
 def same_precision(q, k, v, do, scale, causal, window):
     """dQ, dK, dV of an eager attention in the inputs' dtype (the
     precision FA2's backward rule measures PyTorch at)."""
@@ -90,7 +77,8 @@ def check_plan(path, gen, dev):
         k = torch.randn(B, SK, HKV, d, generator=gen).to(dev, dtype)
         v = torch.randn(B, SK, HKV, dv, generator=gen).to(dev, dtype)
         do = torch.randn(B, SQ, H, dv, generator=gen).to(dev, dtype)
-        o, lse, refs = reference(q, k, v, do, scale, causal, window)
+        o, lse, *refs = ftgpu.reference.attention_grads(
+            q, k, v, do, scale, causal=causal, window=window)
         torch_grads = same_precision(q, k, v, do, scale, causal, window)
         o = o.to(dev, dtype)
         lse = lse.float().to(dev)

@@ -201,20 +201,6 @@ def check_compiled_tiles(folder, dev):
     return results
 
 
-def attention_grads(q, k, v, do, scale, causal):
-    """The float64 reference of the backward on (B, S, H, D) tensors: O,
-    the LSE (B, H, S_q) of ftgpu.reference.attention, and dQ, dK, dV by
-    autograd through it (a row that sees no key has no gradient)."""
-    qd, kd, vd = (x.detach().double().cpu().requires_grad_()
-                  for x in (q, k, v))
-    o, lse = ftgpu.reference.attention(
-        qd.transpose(1, 2), kd.transpose(1, 2), vd.transpose(1, 2), scale,
-        causal=causal)
-    dq, dk, dv = torch.autograd.grad(
-        o, (qd, kd, vd), do.double().cpu().transpose(1, 2))
-    return o.detach().transpose(1, 2), lse.detach(), dq, dk, dv
-
-
 def check_bwd_causal(folder, dev, gen, runtime):
     """tools/gpu/tiles/bwd_causal.mlir: the causal backward family
     (preprocess, key-parallel main with dQ through f32 atomics, convert)
@@ -229,7 +215,8 @@ def check_bwd_causal(folder, dev, gen, runtime):
         scale = D ** -0.5
         q, k, v, do = (torch.randn(B, s_, H, D, generator=gen).to(
             dev, torch.bfloat16) for s_ in (SQ, SK, SK, SQ))
-        o, lse, rdq, rdk, rdv = attention_grads(q, k, v, do, scale, True)
+        o, lse, rdq, rdk, rdv = ftgpu.reference.attention_grads(
+            q, k, v, do, scale, causal=True)
         o = o.to(dev, torch.bfloat16)
         lse = lse.float().to(dev)  # (batch, heads, seqlen_q)
         for launch in (1, 2):

@@ -9,6 +9,7 @@ int64 index tensors of shape (B, 1, 1, 1) for the batch, (1, h, 1, 1) for
 a chunk of heads, (1, 1, S_q, 1) and (1, 1, 1, S_k) for the positions, as
 FlexAttention's score_mod(score, b, h, q_idx, kv_idx) and
 mask_mod(b, h, q_idx, kv_idx); score_mod sees the scaled scores.
+attention_grads() is the backward's reference: autograd through it.
 """
 
 import math
@@ -91,3 +92,18 @@ def attention(q, k, v, scale=None, *, causal=False, window=(-1, -1),
         lse[:, h0:h1] = row_lse
         del s, p
     return out, lse
+
+
+def attention_grads(q, k, v, do, scale, *, causal=False, window=(-1, -1)):
+    """The backward's float64 reference on (B, S, H, D) tensors (the
+    kernels' layout): O (B, S, H, D_v) and the LSE (B, H, S_q) of
+    attention(), and dQ, dK, dV by autograd through it, on the CPU (a row
+    that sees no key has no gradient)."""
+    qd, kd, vd = (x.detach().double().cpu().requires_grad_()
+                  for x in (q, k, v))
+    o, lse = attention(qd.transpose(1, 2), kd.transpose(1, 2),
+                       vd.transpose(1, 2), scale, causal=causal,
+                       window=window)
+    dq, dk, dv = torch.autograd.grad(o, (qd, kd, vd),
+                                     do.double().cpu().transpose(1, 2))
+    return o.detach().transpose(1, 2), lse.detach(), dq, dk, dv
