@@ -48,11 +48,11 @@ from .attention import (BlockMask, attention, create_block_mask, decode,
                         varlen)
 
 
-def torch_op(compiled):
-    """A CompiledKernel as a torch custom op (flashtile.torch_ops; imports
-    torch)."""
+def torch_op(compiled, backward=True, deterministic=None):
+    """A CompiledKernel as a differentiable torch custom op
+    (flashtile.torch_ops; imports torch)."""
     from .torch_ops import torch_op as make
-    return make(compiled)
+    return make(compiled, backward, deterministic)
 
 __all__ = ["FlashTileError", "__version__", "BlockMask", "CompiledKernel",
            "Scalar", "TensorSpec", "abs", "attention", "batch_size", "ceil",

@@ -159,6 +159,33 @@ def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
     return compiled, key, args, kwargs
 
 
+def _run(compiled, args, kwargs, scale, launch, deterministic=None,
+         unsupported=None, sinks=None):
+    """Runs `launch` (the forward's launch, returning (out, lse)) where no
+    gradient is wanted; otherwise through the autograd Function of
+    _autograd.py, with the backward family of `compiled`, or with
+    `unsupported` as the reason there is none (raised at backward).
+    `sinks`: the sink logits, whose gradient the Function computes."""
+    q, k, v = args
+    wants = [getattr(t, "requires_grad", False) for t in (q, k, v, sinks)]
+    if not any(wants):
+        return launch()
+    from . import _autograd
+    if not _autograd.torch.is_grad_enabled():
+        return launch()
+    _autograd.check_captures(kwargs, sinks)
+    if unsupported is not None:
+        backward = (None, unsupported)
+    else:
+        backward = _autograd.backward_kernel(
+            compiled, _autograd.deterministic_default(deterministic))
+    extras = {name: value for name, value in kwargs.items()
+              if name != "softmax_scale"}
+    return _autograd.Attention.apply(
+        q, k, v, sinks, launch, backward,
+        -1.0 if scale is None else float(scale), extras)
+
+
 class BlockMask:
     """A run-time block mask (and any other reusable workspace) built once
     for given sizes and captured tensors: pass it to flashtile.attention as
@@ -186,7 +213,7 @@ def create_block_mask(q, k, v, *, mask_mod, causal=False, window=None,
 
 def attention(q, k, v, *, causal=False, window=None, scale=None,
               score_mod=None, mask_mod=None, block_mask=None, sinks=None,
-              return_lse=False, arch=None, isa=None):
+              return_lse=False, arch=None, isa=None, deterministic=None):
     """Attention of q over k, v with FlashTile's kernel for these hooks.
     Returns the output (B, Hq, Sq, Dv) (a transposed view of the kernel's
     (B, Sq, Hq, Dv) output), and the log-sum-exp (B, Hq, Sq) with
@@ -194,7 +221,18 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     configuration with the GPU's ISA (`arch="sm_120"` on an H200).
     `sinks`, a float32 (Hq,) tensor, adds a learned logit per query head to
     every row's softmax denominator (attention sinks, as gpt-oss and vLLM's
-    `s_aux` have them); a row with no key then has LSE = its sink."""
+    `s_aux` have them); a row with no key then has LSE = its sink.
+
+    Differentiable: where q, k or v requires grad (and grad mode is on),
+    the output's backward runs the compiler-built backward family (dQ, dK,
+    dV from O and the LSE; GQA reduced in the kernel), compiled on first
+    use. Its score_mod gradient is derived by the compiler (hooks may read
+    tensors and scalars), and the sinks get theirs. Not yet: a mask_mod
+    (refused at backward), and the gradient of a tensor a hook reads
+    (refused at once where it requires grad). `deterministic=True`
+    computes dQ without atomics, the same bits every run (None: torch's
+    torch.are_deterministic_algorithms_enabled()). The LSE is not
+    differentiable."""
     compiled, key, args, kwargs = _prepare(q, k, v, causal, window, scale,
                                            score_mod, mask_mod, sinks, arch,
                                            isa)
@@ -205,9 +243,12 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
                 "block_mask was built for another attention (other hooks, "
                 "dtype, head dims or sizes): build it with "
                 "flashtile.create_block_mask with this call's arguments")
-        out, lse = block_mask.prepared(*args, **kwargs)
+        kernel = block_mask.prepared
     else:
-        out, lse = compiled.runtime_kernel()(*args, **kwargs)
+        kernel = compiled.runtime_kernel()
+    out, lse = _run(compiled, args, kwargs, scale,
+                    lambda: kernel(*args, **kwargs), deterministic,
+                    sinks=sinks)
     out = out.transpose(1, 2)
     return (out, lse) if return_lse else out
 
@@ -351,10 +392,14 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
             f"{num_splits!r}")
     kernel = compiled.runtime_kernel()
     if num_splits:
-        result, lse = kernel.launch(*args, sizes={"kv_splits": num_splits},
-                                    **kwargs)
+        def launch():
+            return kernel.launch(*args, sizes={"kv_splits": num_splits},
+                                 **kwargs)
     else:
-        result, lse = kernel(*args, **kwargs)
+        def launch():
+            return kernel(*args, **kwargs)
+    result, lse = _run(compiled, args, kwargs, softmax_scale, launch,
+                       unsupported="flashtile.decode is an inference call")
     return (result, lse) if return_softmax_lse else result
 
 
@@ -407,5 +452,9 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
         q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), False, None,
         softmax_scale, score_mod, mask_mod, sinks, arch, isa,
         family="prefill", layout="bshd", bindings=bindings)
-    out, lse = compiled.runtime_kernel()(*args, **kwargs)
+    kernel = compiled.runtime_kernel()
+    out, lse = _run(compiled, args, kwargs, softmax_scale,
+                    lambda: kernel(*args, **kwargs),
+                    unsupported="the backward does not cover varlen "
+                                "(cu_seqlens) yet")
     return (out[0], lse[0]) if return_softmax_lse else out[0]

@@ -307,14 +307,33 @@ def _sha256(path):
 
 class CompiledKernel:
     """One compiled kernel family in the cache: PTX, cubin, launch plan
-    (`metadata`), resource report, and the extra arguments its hooks
-    captured (hooks.kernel_ir's list)."""
+    (`metadata`), resource report, the extra arguments its hooks captured
+    (hooks.kernel_ir's list), and the KernelSpec it was compiled from."""
 
-    def __init__(self, key, path, extras):
+    def __init__(self, key, path, extras, spec=None):
         self.key = key
         self.path = path
         self.extras = extras
+        self.spec = spec
         self._kernel = None
+
+    def backward(self, deterministic=False, verbose=None):
+        """The CompiledKernel of this attention's backward family (the
+        same spec, direction "bwd"; the forward's tile pins and family do
+        not apply to it), in the forward's cache. Raises FlashTileError
+        where the backward does not cover the attention, with the
+        compiler's reason."""
+        if self.spec is None or self.spec.direction != "fwd":
+            raise FlashTileError(
+                "backward() needs a forward kernel compiled from a spec "
+                "(flashtile.compile or flashtile.attention)")
+        spec = dataclasses.replace(
+            self.spec, direction="bwd", deterministic=bool(deterministic),
+            family="prefill", kv_warps=None, tile_m=None, tile_n=None,
+            stages=None, warps=None, q_in_regs=None)
+        root = os.path.dirname(os.path.dirname(self.path))
+        return compile_request(KernelRequest.from_spec(spec), cache=root,
+                               verbose=verbose)
 
     @property
     def name(self):
@@ -452,7 +471,8 @@ def compile_request(request, cache=None, verbose=None):
     if os.path.isdir(path):
         ok, why = _check_entry(path, key)
         if ok:
-            return CompiledKernel(key, path, request.extras)
+            return CompiledKernel(key, path, request.extras,
+                                  getattr(request, "spec", None))
         print(f"flashtile: cache entry {path} is corrupt ({why}); rebuilding",
               file=sys.stderr)
         shutil.rmtree(path, ignore_errors=True)
@@ -482,7 +502,7 @@ def compile_request(request, cache=None, verbose=None):
             timer.cancel()
     _record_toolchain(root, ptxas)
     return CompiledKernel(key, _write_entry(root, key, result, request),
-                          request.extras)
+                          request.extras, getattr(request, "spec", None))
 
 
 def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,

@@ -144,10 +144,27 @@ class CacheTest(unittest.TestCase):
         self.assertTrue(ftc.KernelRequest(
             64, direction="bwd", deterministic=True).manifest_entry[
                 "deterministic"])
+        # A score_mod's backward: its gradient is derived by the compiler
+        # (tanh' = 1 - tanh^2 in the PTX's main kernel).
+        hooked = self.build(direction="bwd")
+        self.assertIn("tanh", hooked.ptx)
+        # CompiledKernel.backward(): the same spec, direction "bwd", the
+        # forward's pins and family left out: the very kernel.
+        self.assertEqual(self.build().backward(verbose=False).key, hooked.key)
+        self.assertTrue(hooked.path.startswith(self.cache))
+        self.assertEqual(self.build(family="decode").backward(
+            verbose=False).key, hooked.key)
+        self.assertEqual(self.build().backward(
+            deterministic=True, verbose=False).metadata[
+            "kernels"][-1]["symbol"], "flashtile_attention_bwd_dq")
+        with self.assertRaises(FlashTileError) as e:
+            hooked.backward()
+        self.assertIn("needs a forward kernel", str(e.exception))
         # What the backward does not cover yet is the compiler's error.
         with self.assertRaises(FlashTileError) as e:
-            self.build(direction="bwd")
-        self.assertIn("the backward does not cover a score_mod",
+            self.build(score_mod=None, mask_mod=lambda b, h, q, k: k <= q,
+                       direction="bwd")
+        self.assertIn("the backward does not cover a mask_mod",
                       str(e.exception))
         with self.assertRaises(FlashTileError) as e:
             self.build(score_mod=None, direction="backward")

@@ -1,7 +1,7 @@
 """The Python surface on the GPU: flashtile.attention with hooks written in
 Python (tools/gpu/py_hooks.py), against float64 PyTorch twins (the same
 functions, run on tensors); the torch op under torch.compile(fullgraph=True),
-CUDA-graph replays and backward's error; then its speed next to
+CUDA-graph replays and its backward; then its speed next to
 FlexAttention running the very same functions, and the per-call overhead
 next to SDPA.
 
@@ -527,7 +527,7 @@ def run_varlen():
 
 def run_torch_integration():
     """The torch op under torch.compile(fullgraph=True), a CUDA graph replay
-    of flashtile.attention, and backward's error."""
+    of flashtile.attention, and the op's backward."""
     gen = torch.Generator().manual_seed(2)
     B, Hq, Hkv, S, d = 2, 8, 2, 512, 128
 
@@ -593,13 +593,14 @@ def run_torch_integration():
                     torch.equal(doc_out, flashtile.attention(
                         sq, sk, sv, causal=True, mask_mod=H.document, arch=ARCH))))
 
+    # The op's backward (check_autograd.py checks its numbers): dQ of the
+    # right shape, finite, not zero.
     qg = q.clone().requires_grad_()
-    try:
-        op(qg, k, v).float().sum().backward()
-        results.append(("backward raises", False))
-    except flashtile.FlashTileError as e:
-        results.append(("backward raises: " + str(e)[:60] + "...",
-                        "no backward pass" in str(e)))
+    op(qg, k, v).float().sum().backward()
+    results.append(("the op's backward gives dQ",
+                    qg.grad is not None and qg.grad.shape == q.shape and
+                    bool(torch.isfinite(qg.grad).all()) and
+                    qg.grad.abs().max().item() > 0))
     for label, ok in results:
         print(f"{'PASS' if ok else 'FAIL'}  {label}")
     return all(ok for _, ok in results)

@@ -31,6 +31,9 @@
 #  14. mma: check_mma.py (every instruction of the mma table, one tile
 #      gathered by the compiler's fragment tables, against torch; the
 #      tile programs, the causal backward family included)
+#  9b. autograd: check_autograd.py (training through flashtile.attention
+#      and the torch op: gradients, deterministic mode, torch.compile, CUDA
+#      graphs, transformers / peft training steps, fwd+bwd speed)
 #  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
 #      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
@@ -280,6 +283,24 @@ stage pip-runtime-only "$(verdict $status)" "$(tail -1 "$out/pip.log") (pip.log)
   timeout 420 python3 "$root/tools/gpu/check_python.py") > "$out/python.txt" 2>&1
 status=$?
 stage python "$(verdict $status)" "$(grep -E 'cases passed' "$out/python.txt" | tail -1) (python.txt)"
+fi
+
+# 9b. Training through the Python package (check_autograd.py): gradients
+# of flashtile.attention against float64 autograd (score_mods included),
+# the deterministic mode, the op's backward under torch.compile and CUDA
+# graphs, config-built Llama / Gemma-2 / LoRA training steps, and fwd+bwd
+# speed next to SDPA and Flex. The runtime-only package, as for python.
+if want autograd; then
+site="$out/site"
+if [ ! -d "$site/flashtile" ]; then
+  FLASHTILE_RUNTIME_ONLY=1 FLASHTILE_BUILD_DIR="$build" \
+    python3 -m pip install --no-build-isolation --no-deps --no-index \
+    --target "$site" "$root" > "$out/pip.log" 2>&1
+fi
+(cd "$out" && PYTHONPATH="$site" FLASHTILE_CACHE_DIR="$root/.gpu/cache" \
+  timeout 480 python3 "$root/tools/gpu/check_autograd.py") > "$out/autograd.txt" 2>&1
+status=$?
+stage autograd "$(verdict $status)" "$(grep -c '^PASS' "$out/autograd.txt") passed, $(grep -c '^FAIL' "$out/autograd.txt") failed (autograd.txt)"
 fi
 
 # 14. The mma table on the hardware: one tile per instruction, gathered by

@@ -52,3 +52,17 @@ def chunked(b, h, q_idx, kv_idx):
 def gemma_softcap(score, b, h, q_idx, kv_idx):
     """Gemma-2's attention logit softcapping (attn_logit_softcapping = 50)."""
     return 50.0 * flashtile.tanh(score / 50.0)
+
+
+def alibi_heads(score, b, h, q_idx, kv_idx):
+    """ALiBi with each head's slope computed from the head (2^-(h+1)), no
+    tensor: the backward's forward recompute must see the right head and
+    positions."""
+    return score + flashtile.exp2(-(h + 1.0)) * (kv_idx - q_idx)
+
+
+def tempered_softcap(score, b, h, q_idx, kv_idx):
+    """A per-head temperature inside a tanh softcap, minus a distance
+    penalty: ∂f/∂score depends on the head and the score."""
+    return 30.0 * flashtile.tanh(score * (1.0 + 0.25 * h) / 30.0) - \
+        0.01 * flashtile.abs(q_idx - kv_idx)

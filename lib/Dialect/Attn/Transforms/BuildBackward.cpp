@@ -14,6 +14,12 @@
 // a row whose LSE is -inf: it kept no key) have P = 0, so they add
 // nothing, and a fully masked row's gradients stay 0.
 //
+// With a score_mod f, the forward's softmax saw s' = f(scale s, b, h, q,
+// kv) (ExpandToTiles scales before the hook): P = exp(s' - LSE), and
+// dS = P (dP - D) f'(scale s) scale, f' derived from the hook's region by
+// differentiateScoreMod (HookGradient.h) and emitted per element in the
+// map that forms dS. Where P = 0 the gradient is 0 whatever f' is there.
+//
 // The walk over (head, query tile) pairs is one sequence of steps whose
 // index names the step (copy_async's `slot`): the pipeline and the race
 // proof see one sequence, and the tile and head are computed from it. It
@@ -29,6 +35,7 @@
 
 #include "flashtile/Dialect/Attn/Transforms/BuildBackward.h"
 #include "flashtile/ABI/KernelRules.h"
+#include "flashtile/Dialect/Attn/Analysis/HookGradient.h"
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
@@ -38,6 +45,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <cmath>
 #include <limits>
@@ -178,6 +186,68 @@ struct BackwardBuilder {
     headDimV = getPaddedHeadDim(vType.getDimSize(3));
     std::tie(windowLeft, windowRight) = attention.getEffectiveWindow();
     scale = attention.getScale();
+    if (!attention.getScoreMod().empty())
+      scoreMod = &attention.getScoreMod();
+  }
+
+  /// The attention's score_mod, or null.
+  Region *scoreMod = nullptr;
+
+  /// The exponent factor of P (probability's `c`): scale log2(e), or
+  /// log2(e) alone with a score_mod, whose result the forward's softmax
+  /// took unscaled.
+  Value exponentFactor(OpBuilder &b, TileBuilder &t, Value scaleValue) {
+    Value log2e = t.f32(static_cast<float>(M_LOG2E));
+    if (scoreMod)
+      return log2e;
+    return arith::MulFOp::create(b, loc, scaleValue, log2e);
+  }
+
+  /// The score the forward's softmax saw for raw score `s` of query
+  /// `query` and key `key`: s itself (the scale is in the exponent
+  /// factor), or f(scale s, batch, head, query, key).
+  Value softmaxScore(OpBuilder &b, Location loc, Value s, Value scaleValue,
+                     Value batch, Value head, Value query, Value key) {
+    if (!scoreMod)
+      return s;
+    Value scaled = arith::MulFOp::create(b, loc, s, scaleValue);
+    return emitScoreMod(b, *scoreMod, {scaled, batch, head, query, key},
+                        &outside);
+  }
+
+  /// The map operands that hookedScoreGradient reads after (P, dP, D,
+  /// scale): the raw scores, the batch, the head and the tiles' first
+  /// query and key.
+  SmallVector<Value> gradientOperands(Value p, Value dp, Value d,
+                                      Value scaleValue, Value s, Value batch,
+                                      Value head, Value q0, Value kv0) {
+    if (!scoreMod)
+      return {p, dp, d, scaleValue};
+    return {p, dp, d, scaleValue, s, batch, head, q0, kv0};
+  }
+
+  /// The map body of dS over gradientOperands and the element's (row,
+  /// col); `keyRows`: the tile is transposed (rows are keys).
+  Value scoreGradientBody(OpBuilder &b, Location loc, ValueRange x,
+                          bool keyRows) {
+    if (!scoreMod)
+      return scoreGradient(b, loc, x);
+    Value p = x[0], scaleValue = x[3], row = x[9], col = x[10];
+    Value seed = arith::MulFOp::create(
+        b, loc, p, arith::SubFOp::create(b, loc, x[1], x[2]));
+    Value query = arith::AddIOp::create(b, loc, x[7], keyRows ? col : row);
+    Value key = arith::AddIOp::create(b, loc, x[8], keyRows ? row : col);
+    Value scaled = arith::MulFOp::create(b, loc, x[4], scaleValue);
+    FailureOr<ScoreModGradient> gradient =
+        differentiateScoreMod(b, *scoreMod, {scaled, x[5], x[6], query, key},
+                              seed, /*differentiated=*/nullptr, &outside);
+    assert(succeeded(gradient) && "checked by checkDifferentiable");
+    Value ds = arith::MulFOp::create(b, loc, gradient->scoreAdjoint,
+                                     scaleValue);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value dropped =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
+    return arith::SelectOp::create(b, loc, dropped, zero, ds);
   }
 
   /// Whether dQ has its own query-parallel kernel (no atomics: the same
@@ -228,17 +298,32 @@ struct BackwardBuilder {
   KernelOp createKernel(OpBuilder &b, StringRef suffix, ConfigAttr config,
                         bool keyGrid) {
     std::string name = familyName() + suffix.str();
+    // The forward's extra arguments (what its hooks read) follow the
+    // tensors in every kernel: a family's kernels share their arguments.
     auto kernel = KernelOp::create(
         b, loc, b.getStringAttr(name), forward.getArch(), config,
-        IntegerAttr(), ArrayAttr(), ArrayAttr(), ProblemAttr(),
-        tensorDecls(b), keyGrid ? b.getStringAttr("keys") : StringAttr());
+        IntegerAttr(), forward.getArgNamesAttr(), forward.getArgRolesAttr(),
+        ProblemAttr(), tensorDecls(b),
+        keyGrid ? b.getStringAttr("keys") : StringAttr());
     // What the attention said (causal, window, scale) is the plan's too.
     kernel.setProblemAttr(forward.getProblemInfo());
     Block *body = new Block();
     kernel.getBody().push_back(body);
     for (const Tensor &tensor : tensors())
       body->addArgument(tensor.type, loc);
+    for (Value extra : forward.getExtraArgs())
+      body->addArgument(extra.getType(), extra.getLoc());
     return kernel;
+  }
+
+  /// The forward's extra arguments -> `kernel`'s, for the score_mod's
+  /// reads when it is emitted into `kernel`.
+  IRMapping outside;
+  void useExtrasOf(KernelOp kernel) {
+    outside.clear();
+    for (auto [from, to] :
+         llvm::zip_equal(forward.getExtraArgs(), kernel.getExtraArgs()))
+      outside.map(from, to);
   }
 
   /// The kernel's tensor `name`.
@@ -286,6 +371,7 @@ void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
 void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
                               const DQShape &shape) {
   b.setInsertionPointToStart(&kernel.getBodyBlock());
+  useExtrasOf(kernel);
   TileBuilder t(b, loc, kernel);
   Type f32 = b.getF32Type(), dtype = qType.getElementType();
   int64_t tileM = shape.tileM, tileN = shape.tileN;
@@ -304,8 +390,7 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
   TileBuilder::TileRange range =
       t.kvBounds(blk, tileM, tileN, windowLeft, windowRight);
   Value scaleValue = t.softmaxScale(scale);
-  Value scaleLog2 = arith::MulFOp::create(b, loc, scaleValue,
-                                          t.f32(static_cast<float>(M_LOG2E)));
+  Value scaleLog2 = exponentFactor(b, t, scaleValue);
   int64_t left = windowLeft, right = windowRight;
   // FlashAttention-2's dQ: per KV tile, S = Q K^T, P from the LSE,
   // dP = dO V^T, dS = P (dP - D) scale, dQ += dS K. The mask sets masked
@@ -315,7 +400,17 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
     return t.loop(lower, upper, carried, masked,
                   [&](Value j, ValueRange acc) -> SmallVector<Value> {
       t.copy(arg(kernel, "k"), blk.batch, j, blk.kvHead, ks);
-      Value s = t.dot(qs, ks, j);
+      Value raw = t.dot(qs, ks, j);
+      Value s = raw, kv0;
+      if (scoreMod) {
+        kv0 = arith::MulIOp::create(b, loc, j, t.index(tileN));
+        s = t.map({raw, scaleValue, blk.batch, blk.head, q0, kv0},
+                  [&](OpBuilder &b, Location loc, ValueRange x) {
+          Value query = arith::AddIOp::create(b, loc, x[4], x[6]);
+          Value key = arith::AddIOp::create(b, loc, x[5], x[7]);
+          return softmaxScore(b, loc, x[0], x[1], x[2], x[3], query, key);
+        });
+      }
       if (masked)
         s = t.mask(s, blk, j, left, right);
       Value p = t.map({s, lse, scaleLog2},
@@ -325,7 +420,12 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
       });
       t.copy(arg(kernel, "v"), blk.batch, j, blk.kvHead, vs);
       Value dp = t.dot(dos, vs, j);
-      Value ds = t.map({p, dp, d, scaleValue}, scoreGradient);
+      Value ds = t.map(gradientOperands(p, dp, d, scaleValue, raw, blk.batch,
+                                        blk.head, q0, kv0),
+                       [&](OpBuilder &b, Location loc, ValueRange x) {
+                         return scoreGradientBody(b, loc, x,
+                                                  /*keyRows=*/false);
+                       });
       return {t.mma(t.convert(ds, dtype), ks, j, acc[0], {})};
     });
   };
@@ -341,6 +441,7 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
 void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                                 const BackwardShape &shape) {
   b.setInsertionPointToStart(&kernel.getBodyBlock());
+  useExtrasOf(kernel);
   TileBuilder t(b, loc, kernel);
   Type f32 = b.getF32Type(), dtype = qType.getElementType();
   int64_t tileM = shape.tileM, tileN = shape.tileN;
@@ -466,8 +567,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   };
 
   Value scaleValue = t.softmaxScale(scale);
-  Value scaleLog2 = arith::MulFOp::create(b, loc, scaleValue,
-                                          t.f32(static_cast<float>(M_LOG2E)));
+  Value scaleLog2 = exponentFactor(b, t, scaleValue);
   Value dK0 = t.splat({tileN, headDim}, f32, 0.0f);
   Value dV0 = t.splat({tileN, headDimV}, f32, 0.0f);
   int64_t left = windowLeft, right = windowRight;
@@ -486,11 +586,25 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     Value sT = t.mma(ks, qs, j, Value(), transposedB);
     Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, h, q0}, tileM,
                              FragLayout::Cols);
+    SmallVector<Value> pOperands = {sT,          lse,         scaleLog2, kv0,
+                                    q0,          blk.seqlenQ, blk.seqlenK,
+                                    shift};
+    // A score_mod reads the scale, the batch and the step's head.
+    if (scoreMod)
+      pOperands.append({scaleValue, blk.batch, h});
     Value pT = t.map(
-        {sT, lse, scaleLog2, kv0, q0, blk.seqlenQ, blk.seqlenK, shift},
-        [&](OpBuilder &b, Location loc, ValueRange x) {
+        pOperands, [&](OpBuilder &b, Location loc, ValueRange x) {
           Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
-          Value nq = x[5], nk = x[6], sh = x[7], row = x[8], col = x[9];
+          Value nq = x[5], nk = x[6], sh = x[7];
+          Value row = x[x.size() - 2], col = x.back();
+          Value key, query;
+          if (scoreMod || withMask) {
+            // Rows are keys, columns queries.
+            key = arith::AddIOp::create(b, loc, kb, row);
+            query = arith::AddIOp::create(b, loc, qb, col);
+          }
+          if (scoreMod)
+            s = softmaxScore(b, loc, s, x[8], x[9], x[10], query, key);
           Value p = probability(b, loc, s, l, c);
           if (!withMask)
             return p;
@@ -503,8 +617,6 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           auto orI = [&](Value x, Value y) {
             return arith::OrIOp::create(b, loc, x, y).getResult();
           };
-          Value key = arith::AddIOp::create(b, loc, kb, row);
-          Value query = arith::AddIOp::create(b, loc, qb, col);
           Value diagonal = arith::AddIOp::create(b, loc, query, sh);
           Value out = orI(cmp(arith::CmpIPredicate::sge, key, nk),
                           cmp(arith::CmpIPredicate::sge, query, nq));
@@ -521,7 +633,11 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
     Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0}, tileM,
                            FragLayout::Cols);
-    Value dsT = t.map({pT, dpT, d, scaleValue}, scoreGradient);
+    Value dsT = t.map(gradientOperands(pT, dpT, d, scaleValue, sT, blk.batch,
+                                       h, q0, kv0),
+                      [&](OpBuilder &b, Location loc, ValueRange x) {
+                        return scoreGradientBody(b, loc, x, /*keyRows=*/true);
+                      });
     Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
     Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
     if (!deterministic) {
@@ -548,20 +664,33 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   t.storeTile(grads[1], arg(kernel, "dv"), {blk.batch, kv0, blk.kvHead, zero});
 }
 
-/// Why the backward cannot serve `forward` yet, or an empty string.
-static std::string explainUnsupported(KernelOp forward,
-                                      AttentionOp attention) {
-  if (!attention.getScoreMod().empty())
-    return "a score_mod (its gradient is not wired into the backward yet)";
+/// Why the backward cannot serve `forward` yet, or an empty string. Sinks
+/// need nothing of the kernels: the forward's LSE counts the sink, so P is
+/// right as it is (the sink logits' own gradient, -sum_i exp(sink - LSE_i)
+/// D_i, is not computed here).
+static std::string explainUnsupported(AttentionOp attention) {
   if (!attention.getMaskMod().empty())
     return "a mask_mod";
-  if (!attention.getSink().empty())
-    return "attention sinks";
   if (attention.getBlockTable())
     return "paged K and V";
-  if (!forward.getExtraArgs().empty())
-    return "extra kernel arguments";
   return "";
+}
+
+/// Differentiates `scoreMod` into a scratch block, then drops what was
+/// emitted: the error at the op without a rule, or success.
+static LogicalResult checkDifferentiable(Region &scoreMod) {
+  Block scratch;
+  SmallVector<Value> args;
+  for (BlockArgument arg : scoreMod.front().getArguments())
+    args.push_back(scratch.addArgument(arg.getType(), arg.getLoc()));
+  OpBuilder b(scoreMod.getContext());
+  b.setInsertionPointToEnd(&scratch);
+  Value seed = scratch.addArgument(b.getF32Type(), scoreMod.getLoc());
+  LogicalResult result =
+      succeeded(differentiateScoreMod(b, scoreMod, args, seed)) ? success()
+                                                                 : failure();
+  scratch.clear();
+  return result;
 }
 
 FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
@@ -573,10 +702,16 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
            << "has no attn.attention: the backward is built from a "
               "kernel-level attention";
   AttentionOp attention = *attentions.begin();
-  if (std::string what = explainUnsupported(forward, attention); !what.empty())
+  if (std::string what = explainUnsupported(attention); !what.empty())
     return attention.emitError()
            << "the backward does not cover " << what
            << " yet; compile the forward alone (--direction=fwd)";
+
+  // A score_mod without a derivative is refused at its op before any
+  // kernel is built.
+  if (!attention.getScoreMod().empty() &&
+      failed(checkDifferentiable(attention.getScoreMod())))
+    return failure();
 
   BackwardBuilder builder(forward, attention);
   builder.deterministic = options.deterministic;
@@ -676,6 +811,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
 namespace {
 struct AttnBuildBackwardPass
     : public attn::impl::AttnBuildBackwardBase<AttnBuildBackwardPass> {
+  using AttnBuildBackwardBase::AttnBuildBackwardBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
@@ -685,7 +821,9 @@ struct AttnBuildBackwardPass
                          << kernels.size();
       return signalPassFailure();
     }
-    if (failed(buildBackwardFamily(kernels.front())))
+    BackwardOptions options;
+    options.deterministic = deterministic;
+    if (failed(buildBackwardFamily(kernels.front(), options)))
       return signalPassFailure();
     kernels.front().erase();
   }

@@ -4,23 +4,6 @@
 // the way out; nothing is built.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @softcap arch(#attn.arch<sm_120>) {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{the backward does not cover a score_mod (its gradient is not wired into the backward yet) yet; compile the forward alone (--direction=fwd)}}
-  attn.attention %q, %k, %v -> %o, %lse {causal} : !t, !t, !t -> !t, !lse
-  score_mod {
-  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
-    %c = arith.constant 0.02 : f32
-    %y = arith.mulf %x, %c : f32
-    %z = math.tanh %y : f32
-    attn.yield %z : f32
-  }
-}
-
-// -----
-
-!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
-!lse = memref<?x?x?xf32>
 attn.kernel @document arch(#attn.arch<sm_120>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   // expected-error @below {{the backward does not cover a mask_mod yet}}

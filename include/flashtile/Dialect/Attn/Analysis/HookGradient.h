@@ -25,6 +25,7 @@
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Region.h"
 
 namespace flashtile::attn {
@@ -48,19 +49,31 @@ struct ScoreModGradient {
   llvm::SmallVector<TensorReadAdjoint> reads;
 };
 
+/// Emits, at `b`'s insertion point, the score_mod region `scoreMod` on
+/// `args` (the f32 score, then batch, head, q_idx, kv_idx) and returns the
+/// modified score: the forward alone, where no gradient is wanted (the
+/// backward's P). The values the region uses from outside it (the
+/// kernel's extra arguments) are taken from `outside` where it maps them
+/// (another kernel's), else used as they are.
+mlir::Value emitScoreMod(mlir::OpBuilder &b, mlir::Region &scoreMod,
+                         mlir::ValueRange args,
+                         const mlir::IRMapping *outside = nullptr);
+
 /// Emits, at `b`'s insertion point, the computation of the score_mod
 /// region `scoreMod` on `args` (its block arguments' values: the f32 score,
 /// then batch, head, q_idx, kv_idx) and its reverse-mode adjoint with
 /// `seed` (dS', an f32) as the adjoint of the result. The values the
-/// region uses from outside it (the kernel's tensors) are used as they
-/// are. Reads of tensors for which `differentiated` holds get adjoints;
+/// region uses from outside it (the kernel's extra arguments) are mapped
+/// through `outside` as emitScoreMod does. Reads of tensors for which
+/// `differentiated` holds (tested on the mapped tensor) get adjoints;
 /// other reads are constants. Fails, with an error at the op, on an op
 /// that has no derivative rule on the path from the score or a
 /// differentiated read to the result.
 mlir::FailureOr<ScoreModGradient> differentiateScoreMod(
     mlir::OpBuilder &b, mlir::Region &scoreMod, mlir::ValueRange args,
     mlir::Value seed,
-    llvm::function_ref<bool(mlir::Value tensor)> differentiated = nullptr);
+    llvm::function_ref<bool(mlir::Value tensor)> differentiated = nullptr,
+    const mlir::IRMapping *outside = nullptr);
 
 } // namespace flashtile::attn
 

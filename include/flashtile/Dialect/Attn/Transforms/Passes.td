@@ -69,7 +69,13 @@ def AttnBuildBackward : Pass<"attn-build-backward", "::mlir::ModuleOp"> {
     dQ convert. They are built with the public tile builder; copies,
     barriers and bytes come from the passes that follow, as for any tile
     program. `flashtile-compile --direction=bwd` runs the same builder.
+    With `deterministic`, the last kernel is the query-parallel dQ kernel
+    instead of the atomics and the convert.
   }];
+  let options = [
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "dQ by a kernel of its own, without atomics">
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];
 }

@@ -1,0 +1,129 @@
+// RUN: flashtile-opt %s -split-input-file --attn-build-backward | FileCheck %s
+// RUN: flashtile-opt %s -split-input-file --attn-build-backward=deterministic=true \
+// RUN:   | FileCheck %s --check-prefix=DET
+
+// A score_mod's backward. The forward's softmax saw s' = f(scale s), so P
+// is exp2(s' log2(e) - LSE log2(e)), the exponent factor log2(e) alone, and
+// dS = P (dP - D) f'(scale s) scale, f' derived from the hook's region:
+// for 50 tanh(0.02 x), 50 (1 - tanh^2) 0.02. Where P = 0 the gradient is
+// 0 whatever f' is.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// CHECK-LABEL: attn.kernel @softcap_bwd_main
+// CHECK:         %[[SCALE:.*]] = attn.softmax_scale
+// CHECK:         %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+// CHECK:         attn.kv_loop {{.*}} attributes {masked}
+// CHECK:           %[[ST:.*]] = attn.mma %{{.*}}, %{{.*}}[%{{.*}}] {transpose_b}
+// CHECK:           %[[P:.*]] = attn.map %[[ST]], %{{.*}}, %[[LOG2E]], {{.*}}, %[[SCALE]], %batch, %{{.*}} :
+// CHECK:           ^bb0(%[[S:.*]]: f32, {{.*}}, %[[C:.*]]: f32, {{.*}}, %[[SC:.*]]: f32, {{.*}}):
+// CHECK:             %[[SCALED:.*]] = arith.mulf %[[S]], %[[SC]] : f32
+// CHECK:             %[[Y:.*]] = arith.mulf %[[SCALED]], %{{.*}} : f32
+// CHECK:             %[[T:.*]] = math.tanh %[[Y]] : f32
+// CHECK:             %[[MOD:.*]] = arith.mulf %[[T]], %{{.*}} : f32
+// CHECK:             arith.mulf %[[MOD]], %[[C]] : f32
+// CHECK:             math.exp2
+// CHECK:           %[[DP:.*]] = attn.mma
+// CHECK:           attn.map %[[P]], %[[DP]], %{{.*}}, %[[SCALE]], %[[ST]], %batch,
+// CHECK:           ^bb0(%[[PP:.*]]: f32, %[[DPP:.*]]: f32, %[[DD:.*]]: f32, %[[SC2:.*]]: f32, %[[S2:.*]]: f32,
+// CHECK:             %[[CENTRED:.*]] = arith.subf %[[DPP]], %[[DD]] : f32
+// CHECK:             %[[SEED:.*]] = arith.mulf %[[PP]], %[[CENTRED]] : f32
+// CHECK:             math.tanh
+// CHECK:             %[[T2:.*]] = arith.mulf %[[TT:.*]], %[[TT]] : f32
+// CHECK:             %[[ONE_MINUS:.*]] = arith.subf %{{.*}}, %[[T2]] : f32
+// CHECK:             %[[G:.*]] = arith.mulf %{{.*}}, %[[SC2]] : f32
+// CHECK:             %[[DROPPED:.*]] = arith.cmpf oeq, %[[PP]], %[[ZERO:.*]] : f32
+// CHECK:             %[[DS:.*]] = arith.select %[[DROPPED]], %[[ZERO]], %[[G]] : f32
+// CHECK:             attn.yield %[[DS]] : f32
+// CHECK:       attn.family @softcap_bwd
+
+// The deterministic family's dQ kernel applies the hook before the mask (a
+// softcap cannot bring a masked score back), then P, then dS with f'.
+// DET-LABEL: attn.kernel @softcap_bwd_dq
+// DET:         attn.kv_loop
+// DET:           %[[S:.*]] = attn.mma
+// DET:           %[[MOD:.*]] = attn.map %[[S]], {{.*}} {
+// DET:             math.tanh
+// DET:           attn.mask %[[MOD]]
+// DET:           attn.map
+// DET:             math.exp2
+// DET:           attn.map {{.*}}, %[[S]], %batch, %head
+// DET:             math.tanh
+// DET:             arith.select
+// DET:       attn.family @softcap_bwd kernels [@softcap_bwd_preprocess, @softcap_bwd_main, @softcap_bwd_dq]
+attn.kernel @softcap arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse {causal} : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 0.02 : f32
+    %y = arith.mulf %x, %c : f32
+    %z = math.tanh %y : f32
+    %c50 = arith.constant 50.0 : f32
+    %w = arith.mulf %z, %c50 : f32
+    attn.yield %w : f32
+  }
+}
+
+// -----
+
+// A hook that reads the kernel's extra arguments (ALiBi's slopes, a run-time
+// scalar): every kernel of the family takes them after its tensors, under
+// the forward's names, and the maps read the kernel's own. The main kernel
+// is transposed: the hook's q_idx is the column's query, kv_idx the row's
+// key, and its head the step's.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!s = memref<?xf32, strided<[?]>>
+// CHECK-LABEL: attn.kernel @alibi_bwd_preprocess
+// CHECK-SAME:    arg_names = ["slopes", "temperature"]
+// CHECK:       ^bb0({{.*}}, %{{.*}}: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>, %{{.*}}: memref<?xf32, strided<[?]>>, %{{.*}}: f32):
+// CHECK-LABEL: attn.kernel @alibi_bwd_main
+// CHECK-SAME:    arg_names = ["slopes", "temperature"]
+// CHECK:       ^bb0({{.*}}, %[[SLOPES:.*]]: memref<?xf32, strided<[?]>>, %[[TEMP:.*]]: f32):
+// CHECK:         attn.kv_loop
+// CHECK:           attn.map %{{.*}}, %{{.*}}, %{{.*}}, %[[KV0:.*]], %[[Q0:.*]], {{.*}}, %batch, %[[H:.*]] :
+// CHECK:           ^bb0(%{{[^:]*}}: f32, %{{[^:]*}}: f32, %{{[^:]*}}: f32, %[[KB:[^:]*]]: index, %[[QB:[^:]*]]: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: index, %{{[^:]*}}: f32, %{{[^:]*}}: index, %[[HH:[^:]*]]: index, %[[ROW:[^:]*]]: index, %[[COL:[^:]*]]: index):
+// CHECK:             %[[KEY:.*]] = arith.addi %[[KB]], %[[ROW]] : index
+// CHECK:             %[[QUERY:.*]] = arith.addi %[[QB]], %[[COL]] : index
+// CHECK:             memref.load %[[SLOPES]][%[[HH]]]
+// CHECK:             arith.subi %[[KEY]], %[[QUERY]] : index
+// CHECK:             arith.mulf %{{.*}}, %[[TEMP]] : f32
+// CHECK-LABEL: attn.kernel @alibi_bwd_convert
+// CHECK-SAME:    arg_names = ["slopes", "temperature"]
+attn.kernel @alibi arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes", "temperature"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %slopes: !s, %temp: f32):
+  attn.attention %q, %k, %v -> %o, %lse {causal} : !t, !t, !t -> !t, !lse
+  score_mod {
+  ^bb0(%x: f32, %b: index, %h: index, %i: index, %j: index):
+    %sl = memref.load %slopes[%h] : !s
+    %d = arith.subi %j, %i : index
+    %di = arith.index_cast %d : index to i32
+    %df = arith.sitofp %di : i32 to f32
+    %bias = arith.mulf %sl, %df : f32
+    %xt = arith.mulf %x, %temp : f32
+    %y = arith.addf %xt, %bias : f32
+    attn.yield %y : f32
+  }
+}
+
+// -----
+
+// Sinks: the forward's LSE counts the sink, so the kernels are the plain
+// ones (P = exp(s - LSE) is right as it is); they take the sink's tensor
+// as the forward's extra argument.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!s = memref<?xf32, strided<[?]>>
+// CHECK-LABEL: attn.kernel @sinks_bwd_main
+// CHECK-SAME:    arg_names = ["sinks"]
+// CHECK-NOT:     memref.load
+// CHECK:       attn.family @sinks_bwd
+attn.kernel @sinks arch(#attn.arch<sm_120>) attributes {arg_names = ["sinks"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %sinks: !s):
+  attn.attention %q, %k, %v -> %o, %lse {causal} : !t, !t, !t -> !t, !lse
+  sink {
+  ^bb0(%b: index, %h: index):
+    %v0 = memref.load %sinks[%h] : !s
+    attn.yield %v0 : f32
+  }
+}

@@ -1,0 +1,480 @@
+#!/usr/bin/env python3
+"""Training through FlashTile on the GPU: flashtile.attention and the torch
+custom op as autograd functions, whose backward is the compiler-built
+backward family (score_mod gradients derived by the compiler).
+
+  grads      flashtile.attention's dQ, dK, dV against float64 autograd
+             (ftgpu.reference.attention_grads, through the same Python
+             hook), plain and with score_mods, MHA/GQA/MQA, Sq != Sk; the
+             gradients' memory is poisoned (NaN) first. Also torch's
+             same-precision eager error, for FA2's rule (printed).
+  det        deterministic=True: correct, and the same bits on two runs;
+             its time next to the atomic dQ's.
+  compile    the custom op's backward under torch.compile(fullgraph=True)
+             against eager, and a CUDA graph of forward + backward
+             (torch.cuda.make_graphed_callables) against eager.
+  errors     what has no backward yet raises at backward, never a silent
+             zero gradient: a mask_mod, a captured tensor that requires
+             grad.
+  train      config-built Llama (GQA) and Gemma-2 (softcap 50) models:
+             gradients of every parameter against the fp32 eager model
+             (FlashTile's error next to sdpa's / eager's in bf16), then a
+             few AdamW steps with both, losses side by side; LoRA through
+             peft the same way.
+  speed      one forward + backward through autograd next to SDPA's flash
+             and cuDNN backends and FlexAttention, same inputs.
+
+Runs the runtime-only package: every kernel (forward and backward) comes
+from the cache prebuilt on the build machine (tools/gpu/py_kernels.json).
+
+    python3 tools/gpu/check_autograd.py [--only PART...]
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashtile  # noqa: E402
+import ftgpu.reference  # noqa: E402
+import ftgpu.timing  # noqa: E402
+import py_hooks as H  # noqa: E402
+from ftgpu.tolerance import GRAD_TOLERANCE, O_TOLERANCE, rel_err  # noqa: E402
+
+DEV = "cuda"
+ARCH = "sm_120"  # the SM120 configuration, run with the H200's ISA
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+# dtype, head dim, causal, score_mod (py_hooks name) or "sinks",
+# (B, Hq, Hkv, Sq, Sk). alibi and relative_bias read captured tensors
+# (SLOPES, BIAS: no gradient); "sinks" learns per-head sink logits.
+GRAD_CASES = [
+    ("bf16", 128, True, None, (2, 8, 2, 300, 300)),
+    ("f16", 64, False, None, (1, 4, 4, 200, 333)),
+    ("bf16", 64, True, "softcap", (2, 4, 2, 256, 256)),
+    ("f16", 64, True, "softcap", (1, 4, 1, 190, 190)),
+    ("bf16", 64, False, "alibi_heads", (1, 4, 2, 150, 200)),
+    ("bf16", 128, True, "tempered_softcap", (1, 4, 4, 256, 256)),
+    ("f16", 64, False, "tempered_softcap", (1, 2, 2, 130, 257)),
+    ("bf16", 64, True, "alibi", (1, 4, 2, 200, 260)),
+    ("f16", 64, False, "relative_bias", (1, 4, 4, 160, 160)),
+    ("bf16", 64, True, "sinks", (2, 4, 2, 150, 150)),
+]
+
+
+def poison():
+    """Fills the caching allocator's free memory with NaN, so that a
+    gradient the backward leaves unwritten shows."""
+    free = torch.cuda.mem_get_info()[0]
+    block = torch.full((min(free // 8, 1 << 28),), float("nan"),
+                       device=DEV)
+    del block
+
+
+def rand(gen, shape, dtype):
+    return torch.randn(*shape, generator=gen).to(DEV, dtype)
+
+
+def same_precision(q, k, v, do, scale, causal, score_mod):
+    """dQ, dK, dV of an eager attention in the inputs' dtype (FA2's rule
+    measures PyTorch there); (B, H, S, D) in and out."""
+    qt, kt, vt = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    group = qt.shape[1] // kt.shape[1]
+    ke, ve = (x.repeat_interleave(group, 1) for x in (kt, vt))
+    sq, sk = qt.shape[2], kt.shape[2]
+    s = (qt @ ke.transpose(-1, -2)) * scale
+    if score_mod is not None:
+        idx = [torch.arange(n, device=DEV) for n in (sq, sk)]
+        s = score_mod(s, torch.zeros(1, 1, 1, 1, dtype=torch.long,
+                                     device=DEV),
+                      torch.arange(qt.shape[1], device=DEV).view(1, -1, 1, 1),
+                      idx[0].view(1, 1, -1, 1), idx[1].view(1, 1, 1, -1))
+    keep = ftgpu.reference.visible(sq, sk, causal, (-1, -1), DEV)
+    s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s.float(), -1).nan_to_num(0.0).to(q.dtype)
+    return torch.autograd.grad(p @ ve, (qt, kt, vt), do)
+
+
+def run_grads():
+    gen = torch.Generator().manual_seed(24)
+    ok = True
+    print("flashtile.attention's gradients against float64 autograd "
+          "(rel = max|err| / max|ref|)")
+    for dtype_name, d, causal, hook, (B, Hq, Hkv, Sq, Sk) in GRAD_CASES:
+        dtype = DTYPES[dtype_name]
+        sinks = None
+        if hook == "sinks":
+            sinks = (torch.randn(Hq, generator=gen) * 2).to(DEV)
+            sinks.requires_grad_()
+            hook = None
+        fn = getattr(H, hook) if hook else None
+        H.SLOPES = torch.rand(Hq, generator=gen).to(DEV) * -0.5
+        H.BIAS = torch.randn(Hq, 32, generator=gen).to(DEV)
+        scale = d ** -0.5
+        q = rand(gen, (B, Hq, Sq, d), dtype).requires_grad_()
+        k = rand(gen, (B, Hkv, Sk, d), dtype).requires_grad_()
+        v = rand(gen, (B, Hkv, Sk, d), dtype).requires_grad_()
+        do = rand(gen, (B, Hq, Sq, d), dtype)
+        # The float64 reference runs on the CPU: the captures go there too.
+        slopes, bias = H.SLOPES, H.BIAS
+        H.SLOPES, H.BIAS = slopes.cpu(), bias.cpu()
+        o_ref, _, *refs = ftgpu.reference.attention_grads(
+            *(x.detach().transpose(1, 2) for x in (q, k, v)),
+            do.transpose(1, 2), scale, causal=causal, score_mod=fn,
+            sinks=sinks)
+        H.SLOPES, H.BIAS = slopes, bias
+        theirs = list(same_precision(q, k, v, do, scale, causal, fn))
+        poison()
+        out = flashtile.attention(q, k, v, causal=causal, score_mod=fn,
+                                  sinks=sinks, arch=ARCH)
+        out.backward(do)
+        torch.cuda.synchronize()
+        if sinks is not None:  # the eager twin has no sinks: no FA2 ratio
+            hook = "sinks"
+            theirs = [None] * 4
+        label = (f"{dtype_name} d={d} {'causal' if causal else 'full':6} "
+                 f"{hook or 'plain':16} {B}x{Hq}/{Hkv} {Sq}x{Sk}")
+        o_err = rel_err(out.detach().transpose(1, 2).cpu(), o_ref)
+        row = [f"o {o_err:.1e}"]
+        passed = o_err <= O_TOLERANCE[dtype_name]
+        for name, x, ref, pt in zip(("dq", "dk", "dv", "dsinks"),
+                                    (q, k, v, sinks), refs, theirs):
+            if x.grad is None:
+                passed = False
+                row.append(f"{name} missing")
+                continue
+            got = x.grad.transpose(1, 2).cpu() if x.dim() == 4 else x.grad.cpu()
+            err = rel_err(got, ref)
+            passed &= err <= GRAD_TOLERANCE[dtype_name]
+            if pt is None:  # no same-precision twin
+                row.append(f"{name} {err:.1e}")
+                continue
+            ours = (got.double() - ref).abs().max().item()
+            torch_err = (pt.transpose(1, 2).cpu().double() - ref).abs().max().item()
+            row.append(f"{name} {err:.1e} (fa2 rule {ours / max(torch_err, 1e-12):.2f}x torch)")
+        ok &= passed
+        print(f"{'PASS' if passed else 'FAIL'}  {label}  " + "  ".join(row))
+    return ok
+
+
+def run_det():
+    gen = torch.Generator().manual_seed(5)
+    ok = True
+    print("\ndeterministic=True: dQ by its own kernel, no atomics")
+    for dtype_name, d, causal, hook, (B, Hq, Hkv, S) in [
+            ("bf16", 128, True, None, (2, 8, 2, 1024)),
+            ("bf16", 64, True, "softcap", (1, 4, 2, 300))]:
+        dtype = DTYPES[dtype_name]
+        fn = getattr(H, hook) if hook else None
+        q = rand(gen, (B, Hq, S, d), dtype)
+        k = rand(gen, (B, Hkv, S, d), dtype)
+        v = rand(gen, (B, Hkv, S, d), dtype)
+        do = rand(gen, (B, Hq, S, d), dtype)
+
+        def grads(det):
+            qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+            out = flashtile.attention(qs, ks, vs, causal=causal, score_mod=fn,
+                                      arch=ARCH, deterministic=det)
+            return torch.autograd.grad(out, (qs, ks, vs), do)
+        first, second, atomic = grads(True), grads(True), grads(False)
+        same = all(torch.equal(a, b) for a, b in zip(first, second))
+        close = max(rel_err(a.cpu(), b.cpu().double())
+                    for a, b in zip(first, atomic))
+        passed = same and close <= GRAD_TOLERANCE[dtype_name] / 4
+        ok &= passed
+        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+
+        def step(det):
+            out = flashtile.attention(qs, ks, vs, causal=causal, score_mod=fn,
+                                      arch=ARCH, deterministic=det)
+            torch.autograd.grad(out, (qs, ks, vs), do)
+        t_det = ftgpu.timing.time_ms(lambda: step(True))
+        t_atomic = ftgpu.timing.time_ms(lambda: step(False))
+        print(f"{'PASS' if passed else 'FAIL'}  {dtype_name} d={d} "
+              f"{hook or 'plain'} {B}x{Hq}/{Hkv} S={S}: bitwise equal on two "
+              f"runs: {same}; vs atomic dQ rel {close:.1e}; fwd+bwd "
+              f"{t_det:.3f} ms deterministic, {t_atomic:.3f} ms atomic "
+              f"({t_det / t_atomic:.2f}x)")
+    return ok
+
+
+def run_compile():
+    gen = torch.Generator().manual_seed(6)
+    B, Hq, Hkv, S, d = 2, 8, 2, 512, 128
+    q = rand(gen, (B, Hq, S, d), torch.bfloat16)
+    k = rand(gen, (B, Hkv, S, d), torch.bfloat16)
+    v = rand(gen, (B, Hkv, S, d), torch.bfloat16)
+    do = rand(gen, (B, Hq, S, d), torch.bfloat16)
+    compiled = flashtile.compile(d, "bf16", causal=True, score_mod=H.softcap,
+                                 arch=ARCH, isa="sm_90")
+    op = flashtile.torch_op(compiled, deterministic=True)
+    results = []
+
+    def grads(fn):
+        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+        out = fn(qs, ks, vs)
+        return (out.detach(),) + torch.autograd.grad(out, (qs, ks, vs), do)
+    eager = grads(op)
+    direct = grads(lambda q, k, v: flashtile.attention(
+        q, k, v, causal=True, score_mod=H.softcap, arch=ARCH,
+        deterministic=True))
+    results.append(("torch op == flashtile.attention, forward and gradients "
+                     "(deterministic)",
+                     all(torch.equal(a, b) for a, b in zip(eager, direct))))
+    torch._dynamo.reset()
+    try:
+        graph = torch.compile(lambda q, k, v: op(q, k, v), fullgraph=True)
+        traced = grads(graph)
+        results.append(("torch.compile(fullgraph=True) forward + backward == "
+                         "eager", all(torch.equal(a, b)
+                                      for a, b in zip(traced, eager))))
+    except Exception as e:  # noqa: BLE001
+        print("torch.compile failed:", type(e).__name__, str(e)[:600])
+        results.append(("torch.compile(fullgraph=True) forward + backward",
+                        False))
+    try:
+        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+        graphed = torch.cuda.make_graphed_callables(op, (qs, ks, vs))
+        for _ in range(2):
+            out = graphed(qs, ks, vs)
+            replay = (out.detach(),) + torch.autograd.grad(out, (qs, ks, vs),
+                                                           do)
+        results.append(("CUDA graph of forward + backward "
+                        "(make_graphed_callables) == eager",
+                        all(torch.equal(a, b) for a, b in zip(replay, eager))))
+    except Exception as e:  # noqa: BLE001
+        print("CUDA graph failed:", type(e).__name__, str(e)[:600])
+        results.append(("CUDA graph of forward + backward", False))
+    for label, passed in results:
+        print(f"{'PASS' if passed else 'FAIL'}  {label}")
+    return all(p for _, p in results)
+
+
+def run_errors():
+    gen = torch.Generator().manual_seed(7)
+    q = rand(gen, (1, 2, 128, 64), torch.bfloat16).requires_grad_()
+    k = rand(gen, (1, 2, 128, 64), torch.bfloat16).requires_grad_()
+    v = rand(gen, (1, 2, 128, 64), torch.bfloat16).requires_grad_()
+    results = []
+
+    def raises(label, fn, words):
+        try:
+            fn()
+            results.append((label + ": no error", False))
+        except flashtile.FlashTileError as e:
+            text = str(e)
+            results.append((f"{label}: {text[:110]}",
+                            all(w in text for w in words)))
+    H.DOC = torch.zeros(1, 128, dtype=torch.int32, device=DEV)
+    # Runtime-only here: the reason is the backward's cache miss (the
+    # compiler's refusal of a mask_mod is tested where it is installed).
+    raises("a mask_mod's backward",
+           lambda: flashtile.attention(q, k, v, causal=True,
+                                       mask_mod=H.document,
+                                       arch=ARCH).sum().backward(),
+           ["no backward"])
+    H.SLOPES = torch.rand(2, device=DEV).requires_grad_()
+    raises("a captured tensor that requires grad",
+           lambda: flashtile.attention(q, k, v, score_mod=H.alibi, arch=ARCH),
+           ["requires grad", "detach"])
+    with torch.no_grad():
+        out = flashtile.attention(q, k, v, causal=True, arch=ARCH)
+    results.append(("under no_grad the output has no grad_fn",
+                    out.grad_fn is None))
+    for label, passed in results:
+        print(f"{'PASS' if passed else 'FAIL'}  {label}")
+    return all(p for _, p in results)
+
+
+def run_train():
+    import transformers
+    from transformers import (AttentionInterface, Gemma2Config,
+                              Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM)
+
+    def flashtile_attention(module, query, key, value, attention_mask,
+                            scaling=None, dropout=0.0, softcap=None, **kwargs):
+        if softcap is not None and softcap != 50.0:
+            raise flashtile.FlashTileError(f"no kernel for softcap {softcap}")
+        out = flashtile.attention(query, key, value, causal=True,
+                                  scale=scaling,
+                                  score_mod=H.gemma_softcap if softcap else None,
+                                  arch=ARCH)
+        return out.transpose(1, 2), None
+    AttentionInterface.register("flashtile", flashtile_attention)
+
+    common = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                  vocab_size=1000, max_position_embeddings=1024)
+    cases = [("Llama (d=32, GQA 8/4)", LlamaConfig, LlamaForCausalLM,
+              dict(num_attention_heads=8, num_key_value_heads=4), "sdpa"),
+             ("Gemma-2 (d=64, softcap 50)", Gemma2Config, Gemma2ForCausalLM,
+              dict(num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                   attn_logit_softcapping=50.0, final_logit_softcapping=None,
+                   sliding_window=1024, query_pre_attn_scalar=64), "eager")]
+    ok = True
+    print(f"\ntransformers {transformers.__version__}: a training step, "
+          f"2 x 257 tokens; gradients of all parameters against the fp32 "
+          f"eager model (rel = max|err| / max|ref| over the whole gradient)")
+
+    def flat_grads(model):
+        return torch.cat([p.grad.double().flatten() for p in model.parameters()
+                          if p.grad is not None])
+
+    def loss_of(model, ids):
+        return model(ids, labels=ids, use_cache=False).loss
+
+    for label, config_cls, model_cls, extra, baseline in cases:
+        torch.manual_seed(0)
+        config = config_cls(**common, **extra)
+        config._attn_implementation = "eager"
+        base = model_cls(config).to(DEV).float()
+        ids = torch.randint(0, 1000, (2, 257), device=DEV)
+        loss_of(base, ids).backward()
+        ref = flat_grads(base)
+        errors, losses = {}, {}
+        for impl in (baseline, "flashtile"):
+            model = model_cls(config).to(DEV)
+            model.load_state_dict(base.state_dict())
+            model = model.to(torch.bfloat16)
+            model.config._attn_implementation = impl
+            loss_of(model, ids).backward()
+            errors[impl] = rel_err(flat_grads(model), ref)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            curve = []
+            for _ in range(5):
+                opt.zero_grad()
+                loss = loss_of(model, ids)
+                loss.backward()
+                opt.step()
+                curve.append(loss.item())
+            losses[impl] = curve
+        ratio = errors["flashtile"] / errors[baseline]
+        drift = max(abs(a - b) / abs(b) for a, b in
+                    zip(losses["flashtile"], losses[baseline]))
+        passed = ratio <= 1.5 and drift <= 2e-2
+        ok &= passed
+        print(f"{'PASS' if passed else 'FAIL'}  {label}: gradient rel error "
+              f"flashtile {errors['flashtile']:.2e}, {baseline} "
+              f"{errors[baseline]:.2e} (ratio {ratio:.2f}, target <= 1.5); "
+              f"AdamW losses flashtile "
+              f"{' '.join(f'{x:.4f}' for x in losses['flashtile'])} vs "
+              f"{baseline} {' '.join(f'{x:.4f}' for x in losses[baseline])} "
+              f"(max rel drift {drift:.1e}, target <= 2e-2)")
+    try:
+        import peft
+    except ImportError:
+        print("SKIP  LoRA: peft is not installed")
+        return ok
+    torch.manual_seed(0)
+    config = LlamaConfig(**common, num_attention_heads=8,
+                         num_key_value_heads=4)
+    config._attn_implementation = "eager"
+    base = LlamaForCausalLM(config).to(DEV).to(torch.bfloat16)
+    lora = peft.LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj",
+                                                               "v_proj"])
+    ids = torch.randint(0, 1000, (2, 257), device=DEV)
+    grads = {}
+    for impl in ("sdpa", "flashtile"):
+        model = peft.get_peft_model(LlamaForCausalLM(config).to(DEV).to(
+            torch.bfloat16), lora)
+        model.base_model.model.load_state_dict(base.state_dict(), strict=False)
+        torch.manual_seed(1)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                torch.nn.init.normal_(p, std=0.02)
+        model.base_model.model.config._attn_implementation = impl
+        loss_of(model, ids).backward()
+        grads[impl] = torch.cat([p.grad.double().flatten()
+                                 for n, p in model.named_parameters()
+                                 if p.requires_grad])
+    err = rel_err(grads["flashtile"], grads["sdpa"])
+    passed = err <= 2e-2 and grads["flashtile"].abs().max() > 0
+    ok &= passed
+    print(f"{'PASS' if passed else 'FAIL'}  LoRA (peft {peft.__version__}, "
+          f"q_proj/v_proj, Llama): LoRA gradients against sdpa's, rel "
+          f"{err:.2e} (target <= 2e-2)")
+    return ok
+
+
+def run_speed():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch._dynamo
+    torch._dynamo.config.cache_size_limit = 1000
+    torch._dynamo.config.recompile_limit = 1000
+    from torch.nn.attention.flex_attention import (create_block_mask,
+                                                   flex_attention)
+    flex = torch.compile(flex_attention, dynamic=False)
+    gen = torch.Generator().manual_seed(8)
+    print("\nforward + backward through autograd, bf16, B*S = 32k, H = 16; "
+          "TFLOP/s at 3.5x the forward's FLOPs (fwd + 2.5x bwd)")
+    print(f"{'shape':24} {'flashtile':>9} {'fa2':>7} {'cudnn':>7} {'flex':>7} "
+          f"{'vs fa2':>7}")
+    for d, causal, S in [(64, True, 4096), (128, True, 4096),
+                         (128, False, 4096)]:
+        B, Hh = 32768 // S, 16
+        q = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+        k = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+        v = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+        do = rand(gen, (B, Hh, S, d), torch.bfloat16)
+        flops = 4 * B * Hh * S * S * d * (0.5 if causal else 1.0) * 3.5
+
+        def step(fn):
+            out = fn()
+            torch.autograd.grad(out, (q, k, v), do)
+
+        def sdpa(backend):
+            def run():
+                with sdpa_kernel(backend):
+                    return torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=causal)
+            return run
+        block = create_block_mask(lambda b, h, qi, ki: ki <= qi, None, None,
+                                  S, S, device=DEV) if causal else None
+        peers = {
+            "flashtile": lambda: flashtile.attention(q, k, v, causal=causal,
+                                                     arch=ARCH),
+            "fa2": sdpa(SDPBackend.FLASH_ATTENTION),
+            "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
+            "flex": lambda: flex(q, k, v, block_mask=block),
+        }
+        tflops = {}
+        for name, fn in peers.items():
+            try:
+                ms = ftgpu.timing.time_ms(lambda: step(fn))
+                tflops[name] = flops / ms / 1e9
+            except Exception as e:  # noqa: BLE001
+                print(f"  {name} failed: {type(e).__name__} {str(e)[:200]}")
+                tflops[name] = math.nan
+        print(f"{f'd={d} {chr(99) if causal else chr(102)} S={S} B={B}':24} "
+              f"{tflops['flashtile']:9.1f} {tflops['fa2']:7.1f} "
+              f"{tflops['cudnn']:7.1f} {tflops['flex']:7.1f} "
+              f"{tflops['flashtile'] / tflops['fa2']:7.2f}")
+    return True
+
+
+def main():
+    parts = {"grads": run_grads, "det": run_det, "compile": run_compile,
+             "errors": run_errors, "train": run_train, "speed": run_speed}
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="+", choices=list(parts))
+    args = ap.parse_args()
+    print(f"flashtile {flashtile.__version__} on {torch.cuda.get_device_name()}, "
+          f"torch {torch.__version__}; cache {flashtile.compiler.cache_dir()}")
+    ok = True
+    for name, run in parts.items():
+        if args.only and name not in args.only:
+            continue
+        try:
+            ok = run() and ok
+        except Exception as e:  # noqa: BLE001
+            import traceback
+            traceback.print_exc()
+            print(f"FAIL  {name}: {type(e).__name__}: {str(e)[:400]}")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
