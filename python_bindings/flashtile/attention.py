@@ -227,9 +227,10 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     the output's backward runs the compiler-built backward family (dQ, dK,
     dV from O and the LSE; GQA reduced in the kernel), compiled on first
     use. Its score_mod gradient is derived by the compiler (hooks may read
-    tensors and scalars), and the sinks get theirs. Not yet: a mask_mod
-    (refused at backward), and the gradient of a tensor a hook reads
-    (refused at once where it requires grad). `deterministic=True`
+    tensors and scalars), a mask_mod is evaluated at every entry of the
+    tiles the window allows (its block sparsity is not reused yet), and
+    the sinks get their gradient. Not yet: the gradient of a tensor a hook
+    reads (refused at once where it requires grad). `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""
@@ -406,7 +407,7 @@ def decode(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None,
 def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
            max_seqlen_k=None, *, softmax_scale=None, causal=False,
            score_mod=None, sinks=None, return_softmax_lse=False, arch=None,
-           isa=None):
+           isa=None, deterministic=None):
     """Packed sequences of different lengths in one launch, in
     FlashAttention-2's varlen layout and names (flash_attn_varlen_func):
     q (total_q, Hq, D), k and v (total_k, Hkv, D) / (total_k, Hkv, Dv),
@@ -420,7 +421,11 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     It runs the prefill family with a mask_mod of each token's sequence
     (flashtile/_varlen.py): a key interval per query row, evaluated at every
     row of a query tile, so each tile visits only the key tiles of its own
-    sequences. A score_mod sees packed positions as q_idx and kv_idx."""
+    sequences. A score_mod sees packed positions as q_idx and kv_idx.
+
+    Differentiable as flashtile.attention is: the backward evaluates the
+    sequences' mask at every entry (it does not skip the tiles of other
+    sequences yet, so its cost grows with the square of the total)."""
     import torch
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not hasattr(t, "dim") or t.dim() != 3:
@@ -454,7 +459,6 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
         family="prefill", layout="bshd", bindings=bindings)
     kernel = compiled.runtime_kernel()
     out, lse = _run(compiled, args, kwargs, softmax_scale,
-                    lambda: kernel(*args, **kwargs),
-                    unsupported="the backward does not cover varlen "
-                                "(cu_seqlens) yet")
+                    lambda: kernel(*args, **kwargs), deterministic,
+                    sinks=sinks)
     return (out[0], lse[0]) if return_softmax_lse else out[0]

@@ -162,10 +162,13 @@ class CacheTest(unittest.TestCase):
         self.assertIn("needs a forward kernel", str(e.exception))
         # What the backward does not cover yet is the compiler's error.
         with self.assertRaises(FlashTileError) as e:
-            self.build(score_mod=None, mask_mod=lambda b, h, q, k: k <= q,
-                       direction="bwd")
-        self.assertIn("the backward does not cover a mask_mod",
+            self.build(score_mod=None, paged=True, direction="bwd")
+        self.assertIn("the backward does not cover paged K and V",
                       str(e.exception))
+        # A mask_mod's backward evaluates it at every entry.
+        masked = self.build(score_mod=None, mask_mod=lambda b, h, q, k: k <= q,
+                            direction="bwd")
+        self.assertEqual(len(masked.metadata["kernels"]), 3)
         with self.assertRaises(FlashTileError) as e:
             self.build(score_mod=None, direction="backward")
         self.assertIn("direction must be 'fwd' or 'bwd', got 'backward'",

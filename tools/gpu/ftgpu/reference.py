@@ -95,11 +95,11 @@ def attention(q, k, v, scale=None, *, causal=False, window=(-1, -1),
 
 
 def attention_grads(q, k, v, do, scale, *, causal=False, window=(-1, -1),
-                    score_mod=None, sinks=None):
+                    score_mod=None, mask_mod=None, sinks=None):
     """The backward's float64 reference on (B, S, H, D) tensors (the
     kernels' layout): O (B, S, H, D_v) and the LSE (B, H, S_q) of
     attention(), and dQ, dK, dV by autograd through it (through the
-    score_mod too), on the CPU (a row that sees no key has no gradient);
+    hooks too), on the CPU (a row that sees no key has no gradient);
     with `sinks`, the sink logits' gradient last."""
     qd, kd, vd = (x.detach().double().cpu().requires_grad_()
                   for x in (q, k, v))
@@ -110,6 +110,7 @@ def attention_grads(q, k, v, do, scale, *, causal=False, window=(-1, -1),
         inputs.append(sd)
     o, lse = attention(qd.transpose(1, 2), kd.transpose(1, 2),
                        vd.transpose(1, 2), scale, causal=causal,
-                       window=window, score_mod=score_mod, sinks=sd)
+                       window=window, score_mod=score_mod,
+                       mask_mod=mask_mod, sinks=sd)
     grads = torch.autograd.grad(o, inputs, do.double().cpu().transpose(1, 2))
     return (o.detach().transpose(1, 2), lse.detach()) + tuple(grads)

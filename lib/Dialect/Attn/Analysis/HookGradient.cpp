@@ -234,21 +234,6 @@ static LogicalResult propagate(Operation *op, Value y, Value ybar,
       .Default([](Operation *) { return failure(); });
 }
 
-Value attn::emitScoreMod(OpBuilder &b, Region &scoreMod, ValueRange args,
-                         const IRMapping *outside) {
-  Block &body = scoreMod.front();
-  assert(body.getNumArguments() == args.size() &&
-         "a value for each of the region's arguments");
-  IRMapping map = outside ? *outside : IRMapping();
-  map.map(body.getArguments(), args);
-  for (Operation &op : body) {
-    if (auto yield = dyn_cast<YieldOp>(op))
-      return map.lookup(yield.getValues().front());
-    b.clone(op, map);
-  }
-  llvm_unreachable("a score_mod region ends in attn.yield");
-}
-
 FailureOr<ScoreModGradient>
 attn::differentiateScoreMod(OpBuilder &b, Region &scoreMod, ValueRange args,
                             Value seed,

@@ -2,13 +2,15 @@
 //
 // The hook contract, checked where hooks enter (the verifiers of
 // attn.attention and attn.modify_scores), so that no lowering sees a hook it
-// cannot emit. The lowering (HookLowering.cpp) emits exactly these ops.
+// cannot emit. The lowering (HookLowering.cpp) emits exactly these ops; a
+// builder inlines a hook where it needs its value (emitHook).
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -51,6 +53,21 @@ using HookOps = OpList<
 } // namespace
 
 bool attn::isSupportedHookOp(Operation *op) { return HookOps::contains(op); }
+
+Value attn::emitHook(OpBuilder &b, Region &hook, ValueRange args,
+                     const IRMapping *outside) {
+  Block &body = hook.front();
+  assert(body.getNumArguments() == args.size() &&
+         "a value for each of the hook's arguments");
+  IRMapping map = outside ? *outside : IRMapping();
+  map.map(body.getArguments(), args);
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<YieldOp>(op))
+      return map.lookup(yield.getValues().front());
+    b.clone(op, map);
+  }
+  llvm_unreachable("a hook region ends in attn.yield");
+}
 
 SmallVector<StringRef> attn::getSupportedHookOpNames() {
   return HookOps::names();

@@ -188,10 +188,19 @@ struct BackwardBuilder {
     scale = attention.getScale();
     if (!attention.getScoreMod().empty())
       scoreMod = &attention.getScoreMod();
+    if (!attention.getMaskMod().empty())
+      maskMod = &attention.getMaskMod();
   }
 
-  /// The attention's score_mod, or null.
+  /// The attention's score_mod and mask_mod, or null.
   Region *scoreMod = nullptr;
+  Region *maskMod = nullptr;
+
+  /// Whether the mask_mod keeps key `key` for query `query` of `head`.
+  Value keeps(OpBuilder &b, Value batch, Value head, Value query,
+              Value key) {
+    return emitHook(b, *maskMod, {batch, head, query, key}, &outside);
+  }
 
   /// The exponent factor of P (probability's `c`): scale log2(e), or
   /// log2(e) alone with a score_mod, whose result the forward's softmax
@@ -211,8 +220,8 @@ struct BackwardBuilder {
     if (!scoreMod)
       return s;
     Value scaled = arith::MulFOp::create(b, loc, s, scaleValue);
-    return emitScoreMod(b, *scoreMod, {scaled, batch, head, query, key},
-                        &outside);
+    return emitHook(b, *scoreMod, {scaled, batch, head, query, key},
+                    &outside);
   }
 
   /// The map operands that hookedScoreGradient reads after (P, dP, D,
@@ -402,17 +411,30 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
       t.copy(arg(kernel, "k"), blk.batch, j, blk.kvHead, ks);
       Value raw = t.dot(qs, ks, j);
       Value s = raw, kv0;
-      if (scoreMod) {
+      if (scoreMod || maskMod)
         kv0 = arith::MulIOp::create(b, loc, j, t.index(tileN));
+      if (scoreMod)
         s = t.map({raw, scaleValue, blk.batch, blk.head, q0, kv0},
                   [&](OpBuilder &b, Location loc, ValueRange x) {
           Value query = arith::AddIOp::create(b, loc, x[4], x[6]);
           Value key = arith::AddIOp::create(b, loc, x[5], x[7]);
           return softmaxScore(b, loc, x[0], x[1], x[2], x[3], query, key);
         });
-      }
       if (masked)
         s = t.mask(s, blk, j, left, right);
+      // The mask_mod on every tile: -inf where it drops the key.
+      if (maskMod)
+        s = t.map({s, blk.batch, blk.head, q0, kv0},
+                  [&](OpBuilder &b, Location loc, ValueRange x) {
+          Value query = arith::AddIOp::create(b, loc, x[3], x[5]);
+          Value key = arith::AddIOp::create(b, loc, x[4], x[6]);
+          Value ninf = arith::ConstantOp::create(
+              b, loc,
+              b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          return arith::SelectOp::create(
+                     b, loc, keeps(b, x[1], x[2], query, key), x[0], ninf)
+              .getResult();
+        });
       Value p = t.map({s, lse, scaleLog2},
                       [](OpBuilder &b, Location loc, ValueRange x) {
         Value e = probability(b, loc, x[0], x[1], x[2]);
@@ -514,6 +536,9 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                                           add(kv0, t.index(tileN)),
                                           blk.seqlenK);
   uhi = arith::SelectOp::create(b, loc, wholeKeys, uhi, ulo);
+  // A mask_mod is evaluated at every entry: every step is masked.
+  if (maskMod)
+    uhi = ulo;
   Value unmasked = sub(uhi, ulo);
   Value masked = sub(count, unmasked);
   Value before = sub(ulo, lo);
@@ -589,8 +614,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     SmallVector<Value> pOperands = {sT,          lse,         scaleLog2, kv0,
                                     q0,          blk.seqlenQ, blk.seqlenK,
                                     shift};
-    // A score_mod reads the scale, the batch and the step's head.
-    if (scoreMod)
+    // The hooks read the scale, the batch and the step's head.
+    if (scoreMod || maskMod)
       pOperands.append({scaleValue, blk.batch, h});
     Value pT = t.map(
         pOperands, [&](OpBuilder &b, Location loc, ValueRange x) {
@@ -598,7 +623,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           Value nq = x[5], nk = x[6], sh = x[7];
           Value row = x[x.size() - 2], col = x.back();
           Value key, query;
-          if (scoreMod || withMask) {
+          if (scoreMod || withMask || maskMod) {
             // Rows are keys, columns queries.
             key = arith::AddIOp::create(b, loc, kb, row);
             query = arith::AddIOp::create(b, loc, qb, col);
@@ -628,6 +653,12 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
             out = orI(out, cmp(arith::CmpIPredicate::slt, key,
                                arith::SubIOp::create(b, loc, diagonal,
                                                      idx(left))));
+          if (maskMod) {
+            Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
+            Value drops = arith::XOrIOp::create(
+                b, loc, keeps(b, x[9], x[10], query, key), one);
+            out = orI(out, drops);
+          }
           return zeroWhere(b, loc, orI(out, keptNoKey(b, loc, l)), p);
         });
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
@@ -655,10 +686,11 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                             [&](Value j, ValueRange carried) {
                               return step(j, carried, true);
                             });
-  grads = t.loop(first, middle, grads, /*masked=*/false,
-                 [&](Value j, ValueRange carried) {
-                   return step(j, carried, false);
-                 });
+  if (!maskMod)
+    grads = t.loop(first, middle, grads, /*masked=*/false,
+                   [&](Value j, ValueRange carried) {
+                     return step(j, carried, false);
+                   });
   Value zero = t.index(0);
   t.storeTile(grads[0], arg(kernel, "dk"), {blk.batch, kv0, blk.kvHead, zero});
   t.storeTile(grads[1], arg(kernel, "dv"), {blk.batch, kv0, blk.kvHead, zero});
@@ -669,8 +701,6 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
 /// right as it is (the sink logits' own gradient, -sum_i exp(sink - LSE_i)
 /// D_i, is not computed here).
 static std::string explainUnsupported(AttentionOp attention) {
-  if (!attention.getMaskMod().empty())
-    return "a mask_mod";
   if (attention.getBlockTable())
     return "paged K and V";
   return "";

@@ -4,15 +4,11 @@
 // the way out; nothing is built.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-attn.kernel @document arch(#attn.arch<sm_120>) {
-^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
-  // expected-error @below {{the backward does not cover a mask_mod yet}}
-  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
-  mask_mod {
-  ^bb0(%b: index, %h: index, %i: index, %j: index):
-    %m = arith.cmpi sge, %i, %j : index
-    attn.yield %m : i1
-  }
+!bt = memref<?x?xi32, strided<[?, ?]>>
+attn.kernel @paged arch(#attn.arch<sm_120>) attributes {arg_names = ["block_table"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %table: !bt):
+  // expected-error @below {{the backward does not cover paged K and V yet; compile the forward alone (--direction=fwd)}}
+  attn.attention %q, %k, %v -> %o, %lse pages(%table : !bt) : !t, !t, !t -> !t, !lse
 }
 
 // -----

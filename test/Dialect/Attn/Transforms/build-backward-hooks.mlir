@@ -127,3 +127,43 @@ attn.kernel @sinks arch(#attn.arch<sm_120>) attributes {arg_names = ["sinks"]} {
     attn.yield %v0 : f32
   }
 }
+
+// -----
+
+// A mask_mod (document ids, an extra tensor): evaluated at every entry of
+// every step, so the main kernel has only masked steps (one KV loop) and P
+// is 0 where the hook drops the key; the dQ kernel sets those scores to
+// -inf in every loop, the unmasked middle included.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!doc = memref<?x?xi32, strided<[?, ?]>>
+// CHECK-LABEL: attn.kernel @document_bwd_main
+// CHECK-SAME:    arg_names = ["doc"]
+// CHECK:       ^bb0({{.*}}, %[[DOC:.*]]: memref<?x?xi32, strided<[?, ?]>>):
+// CHECK:         attn.kv_loop {{.*}} attributes {masked}
+// CHECK:           attn.map
+// CHECK:             memref.load %[[DOC]]
+// CHECK:             memref.load %[[DOC]]
+// CHECK:             %[[SAME:.*]] = arith.cmpi eq
+// CHECK:             %[[DROPS:.*]] = arith.xori %[[SAME]], %true
+// CHECK:             arith.ori %{{.*}}, %[[DROPS]]
+// CHECK-NOT:     attn.kv_loop
+// CHECK:         attn.store_tile
+// CHECK-LABEL: attn.kernel @document_bwd_convert
+// DET-LABEL: attn.kernel @document_bwd_dq
+// DET-COUNT-2:   memref.load
+// DET:           arith.select %{{.*}}, %{{.*}}, %cst
+// DET:         attn.kv_loop
+// DET:           memref.load
+// DET:       attn.family @document_bwd
+attn.kernel @document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %doc: !doc):
+  attn.attention %q, %k, %v -> %o, %lse {causal} : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %di = memref.load %doc[%b, %i] : !doc
+    %dj = memref.load %doc[%b, %j] : !doc
+    %same = arith.cmpi eq, %di, %dj : i32
+    attn.yield %same : i1
+  }
+}

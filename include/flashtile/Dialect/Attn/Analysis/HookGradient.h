@@ -49,22 +49,12 @@ struct ScoreModGradient {
   llvm::SmallVector<TensorReadAdjoint> reads;
 };
 
-/// Emits, at `b`'s insertion point, the score_mod region `scoreMod` on
-/// `args` (the f32 score, then batch, head, q_idx, kv_idx) and returns the
-/// modified score: the forward alone, where no gradient is wanted (the
-/// backward's P). The values the region uses from outside it (the
-/// kernel's extra arguments) are taken from `outside` where it maps them
-/// (another kernel's), else used as they are.
-mlir::Value emitScoreMod(mlir::OpBuilder &b, mlir::Region &scoreMod,
-                         mlir::ValueRange args,
-                         const mlir::IRMapping *outside = nullptr);
-
 /// Emits, at `b`'s insertion point, the computation of the score_mod
 /// region `scoreMod` on `args` (its block arguments' values: the f32 score,
 /// then batch, head, q_idx, kv_idx) and its reverse-mode adjoint with
 /// `seed` (dS', an f32) as the adjoint of the result. The values the
 /// region uses from outside it (the kernel's extra arguments) are mapped
-/// through `outside` as emitScoreMod does. Reads of tensors for which
+/// through `outside` as attn::emitHook does. Reads of tensors for which
 /// `differentiated` holds (tested on the mapped tensor) get adjoints;
 /// other reads are constants. Fails, with an error at the op, on an op
 /// that has no derivative rule on the path from the score or a

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -129,6 +130,16 @@ llvm::SmallVector<llvm::StringRef> getSupportedHookOpNames();
 /// lowering reads a hook's kernel arguments (as kernel parameters).
 void readKernelArgsThroughKernelArgOps(mlir::Region &hook,
                                        KernelOp kernel);
+
+/// Emits, at `b`'s insertion point, the ops of hook region `hook` (a
+/// score_mod, mask_mod or sink) on `args` (its block arguments' values) and
+/// returns the value it yields: a hook inlined where it is used (the
+/// backward's maps). The values the region uses from outside it (the
+/// kernel's extra arguments) are taken from `outside` where it maps them
+/// (another kernel's), else used as they are.
+mlir::Value emitHook(mlir::OpBuilder &b, mlir::Region &hook,
+                     mlir::ValueRange args,
+                     const mlir::IRMapping *outside = nullptr);
 
 /// Checks the body of hook region `region` of `owner` (named `name` in
 /// errors): supported ops and types only, and no value from outside but the
