@@ -56,6 +56,9 @@ if ptxas:
 import importlib.util
 if all(importlib.util.find_spec(m) for m in ("pip", "setuptools", "wheel")):
     config.available_features.add("pip-install")
+# torch in lit's Python (Debian's python3-torch, CPU): the autograd tests.
+if importlib.util.find_spec("torch"):
+    config.available_features.add("torch")
 if os.environ.get("CUDA_HOME"):
     config.environment["CUDA_HOME"] = os.environ["CUDA_HOME"]
 

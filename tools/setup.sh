@@ -2,7 +2,8 @@
 # Installs the compile-side toolchain on Debian 12 when it is missing:
 # LLVM/MLIR 22 (bookworm-security), ninja, ccache, GoogleTest (lit comes with
 # LLVM), nlohmann-json (the launch plan), pybind11 and Python headers (the
-# Python bindings), pip, setuptools and wheel (pip install of the package).
+# Python bindings), pip, setuptools and wheel (pip install of the package);
+# python3-torch (CPU) for the autograd tests, where it installs.
 # Quick (a few dpkg queries) when everything is already present.
 set -euo pipefail
 
@@ -23,6 +24,19 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# torch (CPU, Debian's) for the tests of the Python package's autograd
+# layer (test/Python/test_autograd.py); optional: without it those tests
+# report as unsupported, and nothing else needs it.
+if ! dpkg-query -W -f='${Status}' python3-torch 2>/dev/null |
+    grep -q "install ok installed"; then
+  echo "setup: installing python3-torch (the autograd tests)"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    --no-install-recommends python3-torch >/dev/null ||
+    echo "setup: warning: python3-torch did not install; the autograd tests will be skipped" >&2
 fi
 
 if [ ! -x /usr/lib/llvm-22/bin/mlir-tblgen ]; then
