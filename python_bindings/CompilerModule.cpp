@@ -48,7 +48,8 @@ py::dict compileKernel(const std::string &source,
                        const std::string &cubinFile,
                        const std::string &ptxas, const std::string &family,
                        const std::optional<int64_t> &kvWarps,
-                       const std::string &direction, bool deterministic) {
+                       const std::string &direction, bool deterministic,
+                       const std::vector<std::string> &tensorGrads) {
   CompileOptions options;
   std::optional<Direction> parsedDirection = parseDirection(direction);
   if (!parsedDirection)
@@ -57,6 +58,7 @@ py::dict compileKernel(const std::string &source,
           "', got '" + direction + "'");
   options.direction = *parsedDirection;
   options.deterministic = deterministic;
+  options.tensorGrads = tensorGrads;
   std::optional<attn::ConfigFamily> parsed = attn::parseConfigFamily(family);
   if (!parsed)
     raise("family must be 'prefill' or 'decode', got '" + family + "'");
@@ -132,6 +134,7 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("cubin_file") = "kernel.cubin", py::arg("ptxas") = "",
         py::arg("family") = "prefill", py::arg("kv_warps") = py::none(),
         py::arg("direction") = "fwd", py::arg("deterministic") = false,
+        py::arg("tensor_grads") = std::vector<std::string>(),
         "Compiles kernel-level attn IR text (direction 'bwd': its backward "
         "family): {name, ptx, cubin, plan, report, warnings}. Raises "
         "FlashTileError with the diagnostics.");

@@ -533,6 +533,8 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
   attn::BackwardOptions backward;
   backward.pins = {pins.tileM, pins.tileN, pins.warps, pins.stages};
   backward.deterministic = options.deterministic;
+  backward.tensorGrads.assign(options.tensorGrads.begin(),
+                              options.tensorGrads.end());
   if (failed(checkCodePath(kernels.front(), options)))
     return failure();
   OwningOpRef<ModuleOp> work = module.clone();
@@ -544,6 +546,7 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
   family.direction = Direction::Forward;
   family.pins = ConfigOverrides();
   family.deterministic = false;
+  family.tensorGrads.clear();
   return compile(*work, family);
 }
 
@@ -554,6 +557,10 @@ FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
   if (options.deterministic)
     return emitError(module.getLoc())
            << "a deterministic dQ is an option of the backward; compile with "
+              "direction bwd (--direction=bwd)";
+  if (!options.tensorGrads.empty())
+    return emitError(module.getLoc())
+           << "tensor gradients are an option of the backward; compile with "
               "direction bwd (--direction=bwd)";
   SmallVector<KernelOp> kernels = llvm::to_vector(module.getOps<KernelOp>());
   auto families = llvm::to_vector(module.getOps<FamilyOp>());

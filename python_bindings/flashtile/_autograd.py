@@ -23,15 +23,19 @@ from . import FlashTileError
 _backwards = {}
 
 
-def backward_kernel(compiled, deterministic):
+def backward_kernel(compiled, deterministic, tensor_grads=()):
     """The loaded backward family of `compiled` (a forward
-    CompiledKernel), or None and the reason it has none. Compiled once per
-    process and forward kernel (through the on-disk cache)."""
-    key = (compiled.key, bool(deterministic))
+    CompiledKernel), with the gradients of the captured tensors
+    `tensor_grads` (argument names), or None and the reason it has none.
+    Compiled once per process and forward kernel (through the on-disk
+    cache)."""
+    key = (compiled.key, bool(deterministic), tuple(tensor_grads))
     hit = _backwards.get(key)
     if hit is None:
         try:
-            hit = (compiled.backward(deterministic).runtime_kernel(), None)
+            hit = (compiled.backward(
+                deterministic, tensor_grads=tensor_grads).runtime_kernel(),
+                None)
         except FlashTileError as e:
             hit = (None, str(e))
         _backwards[key] = hit
@@ -51,18 +55,28 @@ def no_backward(why):
         f"Run it under torch.no_grad() for inference")
 
 
-def run_backward(kernel, q, k, v, o, lse, grad_out, scale, extras):
-    """(dQ, dK, dV) in the (B, S, H, D) layout of q, k, v: the backward
+def run_backward(kernel, q, k, v, o, lse, grad_out, scale, extras,
+                 tensor_grads=()):
+    """(dQ, dK, dV) in the (B, S, H, D) layout of q, k, v, then the
+    gradient of each captured tensor named in `tensor_grads`: the backward
     plan `kernel` on the current stream. `scale` < 0: the kernel's
     default. `extras`: what the forward's hooks read, by argument name
-    (the backward family takes the forward's extra arguments)."""
+    (the backward family takes the forward's extra arguments); the plan
+    adds the tensors' gradients into zeroed f32 `<name>_grad` arguments."""
     if grad_out.stride(-1) != 1:
         grad_out = grad_out.contiguous()
     kwargs = dict(extras)
     kwargs.update(o=o, lse=lse, do=grad_out)
     if scale >= 0:
         kwargs["softmax_scale"] = scale
-    return kernel(q, k, v, **kwargs)
+    grads = []
+    for name in tensor_grads:
+        grads.append(torch.zeros(extras[name].shape, dtype=torch.float32,
+                                 device=extras[name].device))
+        kwargs[name + "_grad"] = grads[-1]
+    dq, dk, dv = kernel(q, k, v, **kwargs)
+    return (dq, dk, dv) + tuple(
+        g.to(extras[name].dtype) for name, g in zip(tensor_grads, grads))
 
 
 def sink_gradient(sinks, out, lse, grad_out):
@@ -75,17 +89,24 @@ def sink_gradient(sinks, out, lse, grad_out):
     return -(share * d).sum((0, 2)).to(sinks.dtype)
 
 
-def check_captures(kwargs, sinks=None):
-    """A tensor a hook reads that wants a gradient would silently get none:
-    refused (the sinks, whose gradient Attention computes, aside)."""
-    for name, value in kwargs.items():
-        if value is sinks:
-            continue
-        if getattr(value, "requires_grad", False):
-            raise FlashTileError(
-                f"the hooks read tensor '{name}', which requires grad; "
-                f"FlashTile does not derive the gradients of captured "
-                f"tensors yet: detach it, or compute that part with torch")
+def tensors_wanting_grad(kwargs, sinks=None):
+    """The names of the captured tensors that require grad (the sinks,
+    whose gradient Attention computes itself, aside): the backward family
+    derives their gradients from the score_mod, or refuses at its
+    compile, with the reason raised at backward."""
+    return tuple(name for name, value in kwargs.items()
+                 if value is not sinks and
+                 getattr(value, "requires_grad", False))
+
+
+def check_captures(kwargs):
+    """A tensor a hook reads that wants a gradient would silently get none
+    where the caller cannot derive it (the custom op): refused."""
+    for name in tensors_wanting_grad(kwargs):
+        raise FlashTileError(
+            f"the hooks read tensor '{name}', which requires grad; the torch "
+            f"op does not derive the gradients of captured tensors: use "
+            f"flashtile.attention, or detach it")
 
 
 class Attention(torch.autograd.Function):
@@ -95,12 +116,14 @@ class Attention(torch.autograd.Function):
     sink logits or None, gets its gradient too."""
 
     @staticmethod
-    def forward(ctx, q, k, v, sinks, launch, backward, scale, extras):
+    def forward(ctx, q, k, v, sinks, launch, backward, scale, extras,
+                tensor_grads, *tensors):
         out, lse = launch()
         ctx.save_for_backward(q, k, v, out, lse, sinks)
         ctx.backward_kernel = backward
         ctx.scale = scale
         ctx.extras = extras
+        ctx.tensor_grads = tensor_grads
         ctx.mark_non_differentiable(lse)
         return out, lse
 
@@ -110,11 +133,13 @@ class Attention(torch.autograd.Function):
         if kernel is None:
             raise no_backward(why)
         q, k, v, out, lse, sinks = ctx.saved_tensors
-        dq, dk, dv = run_backward(kernel, q, k, v, out, lse, grad_out,
-                                  ctx.scale, ctx.extras)
+        dq, dk, dv, *dtensors = run_backward(
+            kernel, q, k, v, out, lse, grad_out, ctx.scale, ctx.extras,
+            ctx.tensor_grads)
         dsinks = None
         if sinks is not None and ctx.needs_input_grad[3]:
             dsinks = sink_gradient(sinks, out, lse, grad_out)
-        return dq, dk, dv, dsinks, None, None, None, None
+        return (dq, dk, dv, dsinks, None, None, None, None, None,
+                *dtensors)
 
 

@@ -167,23 +167,25 @@ def _run(compiled, args, kwargs, scale, launch, deterministic=None,
     `unsupported` as the reason there is none (raised at backward).
     `sinks`: the sink logits, whose gradient the Function computes."""
     q, k, v = args
-    wants = [getattr(t, "requires_grad", False) for t in (q, k, v, sinks)]
-    if not any(wants):
+    if not any(getattr(t, "requires_grad", False)
+               for t in (q, k, v, sinks, *kwargs.values())):
         return launch()
     from . import _autograd
     if not _autograd.torch.is_grad_enabled():
         return launch()
-    _autograd.check_captures(kwargs, sinks)
+    tensor_grads = _autograd.tensors_wanting_grad(kwargs, sinks)
     if unsupported is not None:
         backward = (None, unsupported)
     else:
         backward = _autograd.backward_kernel(
-            compiled, _autograd.deterministic_default(deterministic))
+            compiled, _autograd.deterministic_default(deterministic),
+            tensor_grads)
     extras = {name: value for name, value in kwargs.items()
               if name != "softmax_scale"}
     return _autograd.Attention.apply(
         q, k, v, sinks, launch, backward,
-        -1.0 if scale is None else float(scale), extras)
+        -1.0 if scale is None else float(scale), extras, tensor_grads,
+        *(kwargs[name] for name in tensor_grads))
 
 
 class BlockMask:
@@ -227,10 +229,11 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     the output's backward runs the compiler-built backward family (dQ, dK,
     dV from O and the LSE; GQA reduced in the kernel), compiled on first
     use. Its score_mod gradient is derived by the compiler (hooks may read
-    tensors and scalars), a mask_mod is evaluated at every entry of the
-    tiles the window allows (its block sparsity is not reused yet), and
-    the sinks get their gradient. Not yet: the gradient of a tensor a hook
-    reads (refused at once where it requires grad). `deterministic=True`
+    tensors and scalars), and so is the gradient of every captured tensor
+    the score_mod reads that requires grad (a learned bias table, ALiBi
+    slopes: added with f32 atomics in the main kernel); a mask_mod is
+    evaluated at every entry of the tiles the window allows (its block
+    sparsity is not reused yet); the sinks get their gradient. `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""

@@ -136,6 +136,9 @@ class KernelSpec:
     direction: str = "fwd"
     # With direction="bwd": dQ by a kernel of its own, without atomics.
     deterministic: bool = False
+    # With direction="bwd": the captured tensors (by name) whose gradients
+    # the family adds into <name>_grad arguments (f32, zero them first).
+    tensor_grads: tuple = ()
 
     # The hook fields: functions in the spec, names in a manifest.
     HOOKS = ("score_mod", "mask_mod", "sink")
@@ -157,7 +160,9 @@ class KernelSpec:
                                   ("family", family),
                                   ("direction", direction),
                                   ("deterministic",
-                                   True if self.deterministic else None))
+                                   True if self.deterministic else None),
+                                  ("tensor_grads",
+                                   list(self.tensor_grads) or None))
                 if v is not None}
 
     def manifest_entry(self, extras):
@@ -168,7 +173,8 @@ class KernelSpec:
         entry = {}
         pinned = set(self.pins()) | {"tile_m", "tile_n", "stages", "warps",
                                      "q_in_regs", "kv_warps", "family",
-                                     "direction", "deterministic"}
+                                     "direction", "deterministic",
+                                     "tensor_grads"}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name in pinned or field.name in ("arch", "isa",
@@ -217,6 +223,8 @@ class KernelSpec:
         for flag in ("paged", "deterministic"):
             if flag in values:
                 values[flag] = bool(values[flag])
+        if "tensor_grads" in values:
+            values["tensor_grads"] = tuple(values["tensor_grads"])
         return cls(**values, **hooks, captures=captures)
 
     def description(self):
@@ -233,6 +241,7 @@ class KernelSpec:
                 f"{' (decode family)' if self.family == 'decode' else ''}"
                 f"{' backward' if self.direction == 'bwd' else ''}"
                 f"{' (deterministic)' if self.deterministic else ''}"
+                f"{' with the gradients of ' + ', '.join(self.tensor_grads) if self.tensor_grads else ''}"
                 f" for {self.arch}"
                 f"{f' (isa {self.isa})' if self.isa else ''}")
 
@@ -317,18 +326,20 @@ class CompiledKernel:
         self.spec = spec
         self._kernel = None
 
-    def backward(self, deterministic=False, verbose=None):
+    def backward(self, deterministic=False, verbose=None, tensor_grads=()):
         """The CompiledKernel of this attention's backward family (the
         same spec, direction "bwd"; the forward's tile pins and family do
-        not apply to it), in the forward's cache. Raises FlashTileError
-        where the backward does not cover the attention, with the
-        compiler's reason."""
+        not apply to it), in the forward's cache; `tensor_grads`: the
+        captured tensors (by argument name) whose gradients it adds into
+        `<name>_grad` arguments. Raises FlashTileError where the backward
+        does not cover the attention, with the compiler's reason."""
         if self.spec is None or self.spec.direction != "fwd":
             raise FlashTileError(
                 "backward() needs a forward kernel compiled from a spec "
                 "(flashtile.compile or flashtile.attention)")
         spec = dataclasses.replace(
             self.spec, direction="bwd", deterministic=bool(deterministic),
+            tensor_grads=tuple(tensor_grads),
             family="prefill", kv_warps=None, tile_m=None, tile_n=None,
             stages=None, warps=None, q_in_regs=None)
         root = os.path.dirname(os.path.dirname(self.path))
@@ -511,7 +522,7 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
             warps=None, q_in_regs=None, name=DEFAULT_NAME,
             cache=None, verbose=None, sink=None, family="prefill",
             kv_warps=None, paged=False, direction="fwd",
-            deterministic=False):
+            deterministic=False, tensor_grads=()):
     """Compiles (or finds in the cache) the attention kernel with these
     hooks. `isa="sm_90"` builds the `arch` configuration for an H200; the
     tile parameters pin the configuration; `sink(b, h)` gives an attention
@@ -522,13 +533,16 @@ def compile(head_dim, dtype="bf16", *, head_dim_v=None, causal=False,
     (B, max_pages) `block_table` argument that lists each sequence's pages
     (vLLM's layout; any page size). `direction="bwd"` builds the
     backward family instead: one plan of three kernels taking q, k, v, o,
-    lse (the forward's, natural log), do and the gradients dq, dk, dv (no
-    hooks yet; the tile parameters pin its main kernel);
+    lse (the forward's, natural log), do, the hooks' extra arguments and
+    the gradients dq, dk, dv (the tile parameters pin its main kernel);
     `deterministic=True` gives it a dQ kernel of its own instead of f32
-    atomics, the same bits every run. Returns a CompiledKernel."""
+    atomics, the same bits every run; `tensor_grads` names captured
+    tensors the score_mod reads whose gradients it adds into
+    `<name>_grad` arguments. Returns a CompiledKernel."""
     request = KernelRequest(head_dim, dtype, head_dim_v, causal, window,
                             scale, score_mod, mask_mod, arch, isa, tile_m,
                             tile_n, stages, warps, q_in_regs, name, sink=sink,
                             family=family, kv_warps=kv_warps, paged=paged,
-                            direction=direction, deterministic=deterministic)
+                            direction=direction, deterministic=deterministic,
+                            tensor_grads=tuple(tensor_grads))
     return compile_request(request, cache=cache, verbose=verbose)

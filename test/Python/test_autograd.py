@@ -66,8 +66,8 @@ class bound:
                     self.saved.append((fn.__globals__, variable,
                                        fn.__globals__[variable]))
                     value = kwargs[name]
-                    if value.dtype == torch.int32:  # an index, to torch
-                        value = value.long()
+                    if getattr(value, "dtype", None) == torch.int32:
+                        value = value.long()  # an index, to torch
                     fn.__globals__[variable] = value
 
     def __enter__(self):
@@ -124,18 +124,28 @@ class Backward:
                torch.arange(Sq).view(1, 1, -1, 1),
                torch.arange(Sk).view(1, 1, 1, -1))
         x = raw.detach().requires_grad_()
-        with torch.enable_grad(), bound(spec, self.extras, kwargs):
+        # The tensors whose gradients the plan adds into <name>_grad, as
+        # float64 leaves the hook reads.
+        leaves = {name: kwargs[name].detach().double().requires_grad_()
+                  for name in spec.tensor_grads}
+        with torch.enable_grad(), bound(spec, self.extras,
+                                        dict(kwargs, **leaves)):
             s = spec.score_mod(x, *idx) if spec.score_mod else x * 1.0
-            (fprime,) = torch.autograd.grad(s.sum(), x)
+            (fprime,) = torch.autograd.grad(s.sum(), x, retain_graph=True)
             keep = ftgpu.reference.visible(Sq, Sk, spec.causal,
                                            spec.window or (-1, -1))
             if spec.mask_mod is not None:
                 keep = keep & spec.mask_mod(*idx)
-        p = torch.exp(s.detach() - lse.double()[..., None])
-        p = torch.where(keep, p, torch.zeros_like(p))
-        dp = dod @ ve.transpose(-1, -2)
-        d = (dod * od).sum(-1, keepdim=True)
-        ds = p * (dp - d) * fprime * scale
+            p = torch.exp(s.detach() - lse.double()[..., None])
+            p = torch.where(keep, p, torch.zeros_like(p))
+            dp = dod @ ve.transpose(-1, -2)
+            d = (dod * od).sum(-1, keepdim=True)
+            seed = p * (dp - d)
+            for name, leaf in leaves.items():
+                (g,) = torch.autograd.grad((s * seed).sum(), leaf,
+                                           retain_graph=True)
+                kwargs[name + "_grad"].add_(g.float())
+        ds = seed * fprime * scale
         dq = ds @ ke
         dk = (ds.transpose(-1, -2) @ qd).view(B, -1, group, Sk, qd.shape[-1])
         dv = (p.transpose(-1, -2) @ dod).view(B, -1, group, Sk, vd.shape[-1])
@@ -158,8 +168,9 @@ class FakeCompiled:
     def runtime_kernel(self):
         return self.kernel
 
-    def backward(self, deterministic=False, verbose=None):
-        return ftc.CompiledKernel.backward(self, deterministic, verbose)
+    def backward(self, deterministic=False, verbose=None, tensor_grads=()):
+        return ftc.CompiledKernel.backward(self, deterministic, verbose,
+                                           tensor_grads)
 
     @property
     def path(self):
@@ -186,7 +197,9 @@ def rel(out, ref):
     return ((out.double() - ref).abs().max() / ref.abs().max()).item()
 
 
-class AutogradTest(unittest.TestCase):
+class StandInTest(unittest.TestCase):
+    """The stand-ins in place of the compiler and the runtime."""
+
     def setUp(self):
         self.record = Recorder()
         self.saved = (ftc.compile_request, fa._check)
@@ -213,8 +226,10 @@ class AutogradTest(unittest.TestCase):
         x = torch.randn(*shape, generator=self.gen).to(torch.bfloat16)
         return x.requires_grad_(grad)
 
-    def check(self, q, k, v, sinks=None, tolerance=2e-2, **kwargs):
-        """flashtile.attention's gradients against float64 autograd."""
+    def check(self, q, k, v, sinks=None, tolerance=2e-2, tensors=(),
+              **kwargs):
+        """flashtile.attention's gradients against float64 autograd; those
+        of the captured `tensors` (module globals the hook reads) too."""
         do = self.rand(*q.shape[:3], v.shape[-1], grad=False)
         out = flashtile.attention(q, k, v, sinks=sinks, **kwargs)
         self.assertIsNotNone(out.grad_fn)
@@ -222,17 +237,32 @@ class AutogradTest(unittest.TestCase):
         inputs = [x.detach().double().requires_grad_() for x in (q, k, v)]
         if sinks is not None:
             inputs.append(sinks.detach().double().requires_grad_())
-        ref, _ = ftgpu.reference.attention(
-            *inputs[:3], kwargs.get("scale"), causal=kwargs.get("causal",
-                                                                False),
-            score_mod=kwargs.get("score_mod"),
-            mask_mod=kwargs.get("mask_mod"),
-            sinks=inputs[3] if sinks is not None else None)
-        grads = torch.autograd.grad(ref, inputs, do.double())
-        for x, g in zip((q, k, v, sinks), grads):
+        # The reference reads float64 twins of the captured tensors.
+        names = [n for n, value in globals().items()
+                 if any(value is t for t in tensors)]
+        saved = {n: globals()[n] for n in names}
+        twins = [globals()[n].detach().double().requires_grad_()
+                 for n in names]
+        globals().update(zip(names, twins))
+        try:
+            ref, _ = ftgpu.reference.attention(
+                *inputs[:3], kwargs.get("scale"),
+                causal=kwargs.get("causal", False),
+                score_mod=kwargs.get("score_mod"),
+                mask_mod=kwargs.get("mask_mod"),
+                sinks=inputs[3] if sinks is not None else None)
+            grads = torch.autograd.grad(ref, inputs + twins, do.double())
+        finally:
+            globals().update(saved)
+        targets = [q, k, v] + ([sinks] if sinks is not None else []) + [
+            saved[n] for n in names]
+        for x, g in zip(targets, grads):
+            self.assertIsNotNone(x.grad)
             self.assertEqual(x.grad.shape, x.shape)
             self.assertLess(rel(x.grad, g), tolerance)
 
+
+class AutogradTest(StandInTest):
     def test_gqa_causal_with_a_scale(self):
         # (B, H, S, D) in SDPA's layout; GQA 4/2; Sq != Sk; the scale
         # reaches the backward as softmax_scale.
@@ -258,12 +288,15 @@ class AutogradTest(unittest.TestCase):
                    self.rand(1, 2, 24, 16))
         self.check(q, k, v, causal=True, score_mod=alibi)
         self.assertIs(self.record.backward_calls[-1]["SLOPES"], SLOPES)
-        # One that requires grad is refused at once: its gradient would
-        # silently be lost.
+        # One that requires grad gets its gradient: the backward family is
+        # built with tensor_grads, and the plan adds it into SLOPES_grad.
         SLOPES = SLOPES.clone().requires_grad_()
-        with self.assertRaises(FlashTileError) as e:
-            flashtile.attention(q, k, v, score_mod=alibi)
-        self.assertIn("requires grad", str(e.exception))
+        for x in (q, k, v):
+            x.grad = None
+        self.check(q, k, v, causal=True, score_mod=alibi, tensors=[SLOPES])
+        bwd = [s for s in self.record.specs if s.direction == "bwd"]
+        self.assertEqual(bwd[-1].tensor_grads, ("SLOPES",))
+        self.assertIn("SLOPES_grad", self.record.backward_calls[-1])
         # Without a gradient wanted, it is read as any tensor.
         with torch.no_grad():
             flashtile.attention(q, k, v, score_mod=alibi)
@@ -346,6 +379,76 @@ class AutogradTest(unittest.TestCase):
         with self.assertRaises(FlashTileError) as e:
             out.sum().backward()
         self.assertIn("inference call", str(e.exception))
+
+
+class Module:
+    """What flashtile.hf reads of a transformers attention layer."""
+
+    def __init__(self, training=True, is_causal=True):
+        self.training, self.is_causal = training, is_causal
+
+
+class HfTest(StandInTest):
+    """flashtile.hf.attention_forward, transformers' attention interface."""
+
+    def run_hf(self, q, k, v, mask=None, **kwargs):
+        hf = importlib.import_module("flashtile.hf")
+        out, weights = hf.attention_forward(Module(), q, k, v, mask, **kwargs)
+        self.assertIsNone(weights)
+        return out
+
+    def test_padding_mask_and_its_gradients(self):
+        # A left-padded batch: row 0 keeps every key, row 1 drops its first
+        # 5 (an additive mask, as eager builds it, causal included).
+        B, Hq, Hkv, S, D = 2, 4, 2, 16, 16
+        q, k, v = (self.rand(B, Hq, S, D), self.rand(B, Hkv, S, D),
+                   self.rand(B, Hkv, S, D))
+        keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
+        keep[1, :, :, :5] = False
+        additive = torch.zeros(B, 1, S, S).masked_fill(
+            ~keep, torch.finfo(torch.float32).min)
+        out = self.run_hf(q, k, v, additive, scaling=0.25)
+        self.assertEqual(out.shape, (B, S, Hq, D))  # (B, Sq, Hq, Dv)
+        do = self.rand(B, S, Hq, D, grad=False)
+        out.backward(do)
+        inputs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+        ref, _ = ftgpu.reference.attention(
+            *inputs, 0.25, causal=True,
+            mask_mod=lambda b, h, i, j: keep[b, 0, i, j])
+        grads = torch.autograd.grad(ref, inputs, do.double().transpose(1, 2))
+        self.assertLess(rel(out.transpose(1, 2), ref), 2e-2)
+        for x, g in zip((q, k, v), grads):
+            self.assertLess(rel(x.grad, g), 2e-2)
+        # The mask reached both plans as an int32 tensor.
+        self.assertEqual(self.record.backward_calls[-1]["mask"].dtype,
+                         torch.int32)
+
+    def test_softcap_is_a_runtime_scalar(self):
+        q, k, v = (self.rand(1, 2, 12, 16), self.rand(1, 2, 12, 16),
+                   self.rand(1, 2, 12, 16))
+        out = self.run_hf(q, k, v, softcap=30.0)
+        out.sum().backward()
+        self.assertEqual(self.record.backward_calls[-1]["softcap"], 30.0)
+        self.run_hf(*(x.detach() for x in (q, k, v)), softcap=50.0)
+        # One forward kernel (and one backward) serves every cap.
+        fwd = [s for s in self.record.specs if s.direction == "fwd"]
+        self.assertEqual(len(fwd), 1)
+        ref, _ = ftgpu.reference.attention(
+            *(x.detach().double() for x in (q, k, v)), causal=True,
+            score_mod=lambda s, b, h, i, j: 30 * torch.tanh(s / 30))
+        self.assertLess(rel(out.transpose(1, 2), ref), 2e-2)
+
+    def test_sliding_window_and_refusals(self):
+        q, k, v = (self.rand(1, 2, 12, 16), self.rand(1, 2, 12, 16),
+                   self.rand(1, 2, 12, 16))
+        self.run_hf(q, k, v, sliding_window=4)
+        self.assertEqual(self.record.specs[-1].window, (3, 0))
+        with self.assertRaises(FlashTileError) as e:
+            self.run_hf(q, k, v, dropout=0.1)
+        self.assertIn("no attention dropout", str(e.exception))
+        with self.assertRaises(FlashTileError) as e:
+            self.run_hf(q, k, v, torch.ones(12, 12, dtype=torch.bool))
+        self.assertIn("4-d (batch, 1, seqlen_q, seqlen_k)", str(e.exception))
 
 
 if __name__ == "__main__":

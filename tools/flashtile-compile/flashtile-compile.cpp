@@ -87,6 +87,13 @@ static cl::opt<bool> deterministic(
     cl::desc("With --direction=bwd: dQ by a query-parallel kernel of its own "
              "instead of f32 atomics, the same bits every run"),
     cl::init(false), cl::cat(specCat));
+static cl::list<std::string> tensorGrads(
+    "grad-of",
+    cl::desc("With --direction=bwd: also the gradient of this extra tensor "
+             "the score_mod reads (a learned bias, slopes), added into the "
+             "plan's <name>_grad argument (f32, role accumulate); "
+             "comma-separated or repeated"),
+    cl::CommaSeparated, cl::cat(specCat));
 static cl::opt<std::string> kernelName("kernel-name",
                                        cl::desc("Symbol of the kernel"),
                                        cl::init("flash_fwd"),
@@ -478,6 +485,7 @@ int main(int argc, char **argv) {
   }
   options.direction = *parsedDirection;
   options.deterministic = deterministic;
+  options.tensorGrads.assign(tensorGrads.begin(), tensorGrads.end());
   options.stopAfter = stageOf(emit);
   options.ptxasPath = ptxasPath;
   options.ptxasTimeoutSeconds = ptxasTimeout;

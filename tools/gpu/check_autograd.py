@@ -8,6 +8,8 @@ backward family (score_mod gradients derived by the compiler).
              hook), plain and with score_mods, MHA/GQA/MQA, Sq != Sk; the
              gradients' memory is poisoned (NaN) first. Also torch's
              same-precision eager error, for FA2's rule (printed).
+  tensors    the gradients of captured tensors the score_mod reads
+             (ALiBi slopes, a T5 bias table), and their cost.
   masks      mask_mods in the backward: a document mask (a captured
              tensor) and flashtile.varlen, per sequence.
   det        deterministic=True: correct, and the same bits on two runs;
@@ -18,7 +20,8 @@ backward family (score_mod gradients derived by the compiler).
   errors     what has no backward raises, never a silent zero gradient:
              a backward missing from a runtime-only cache, a captured
              tensor that requires grad.
-  train      config-built Llama (GQA) and Gemma-2 (softcap 50) models:
+  train      config-built Llama (GQA) and Gemma-2 (softcap 50) models,
+             through flashtile.hf (the package's transformers integration):
              gradients of every parameter against the fp32 eager model
              (FlashTile's error next to sdpa's / eager's in bf16), then a
              few AdamW steps with both, losses side by side; LoRA through
@@ -159,6 +162,62 @@ def run_grads():
             row.append(f"{name} {err:.1e} (fa2 rule {ours / max(torch_err, 1e-12):.2f}x torch)")
         ok &= passed
         print(f"{'PASS' if passed else 'FAIL'}  {label}  " + "  ".join(row))
+    return ok
+
+
+def run_tensor_grads():
+    """The gradients of captured tensors the score_mod reads (ALiBi slopes:
+    indexed by the head, summed per warp before one atomic; a T5 bias
+    table: indexed by the bucket of k - q, one atomic per element), against
+    float64 autograd through the same hooks; their cost next to the same
+    call without them."""
+    gen = torch.Generator().manual_seed(26)
+    ok = True
+    print("\ncaptured tensors' gradients (derived from the score_mod)")
+    for dtype_name, d, causal, hook, (B, Hq, Hkv, S) in [
+            ("bf16", 64, True, "alibi", (2, 4, 2, 300)),
+            ("f16", 64, False, "relative_bias", (1, 4, 4, 200))]:
+        dtype = DTYPES[dtype_name]
+        fn = getattr(H, hook)
+        name = "SLOPES" if hook == "alibi" else "BIAS"
+        table = (torch.rand(Hq, generator=gen) * -0.5 if hook == "alibi"
+                 else torch.randn(Hq, 32, generator=gen))
+        q = rand(gen, (B, Hq, S, d), dtype).requires_grad_()
+        k = rand(gen, (B, Hkv, S, d), dtype).requires_grad_()
+        v = rand(gen, (B, Hkv, S, d), dtype).requires_grad_()
+        do = rand(gen, (B, Hq, S, d), dtype)
+        inputs = [x.detach().double().cpu().requires_grad_() for x in (q, k, v)]
+        twin = table.double().requires_grad_()
+        setattr(H, name, twin)
+        ref, _ = ftgpu.reference.attention(*inputs, d ** -0.5, causal=causal,
+                                           score_mod=fn)
+        refs = torch.autograd.grad(ref, inputs + [twin], do.double().cpu())
+        setattr(H, name, table.to(DEV).requires_grad_())
+        poison()
+        flashtile.attention(q, k, v, causal=causal, score_mod=fn,
+                            arch=ARCH).backward(do)
+        torch.cuda.synchronize()
+        got = (q.grad, k.grad, v.grad, getattr(H, name).grad)
+        if got[3] is None:
+            print(f"FAIL  {hook}: no gradient for {name}")
+            ok = False
+            continue
+        errs = [rel_err(g.cpu(), r) for g, r in zip(got, refs)]
+        passed = max(errs) <= GRAD_TOLERANCE[dtype_name]
+        ok &= passed
+
+        def step(table_grad):
+            getattr(H, name).requires_grad_(table_grad)
+            out = flashtile.attention(q, k, v, causal=causal, score_mod=fn,
+                                      arch=ARCH)
+            torch.autograd.grad(out, (q, k, v), do)
+        t_with = ftgpu.timing.time_ms(lambda: step(True))
+        t_without = ftgpu.timing.time_ms(lambda: step(False))
+        print(f"{'PASS' if passed else 'FAIL'}  {hook} {dtype_name} d={d} "
+              f"{B}x{Hq}/{Hkv} S={S}: dq {errs[0]:.1e} dk {errs[1]:.1e} "
+              f"dv {errs[2]:.1e} d{name} {errs[3]:.1e}; fwd+bwd "
+              f"{t_with:.3f} ms with d{name}, {t_without:.3f} ms without "
+              f"({t_with / t_without:.2f}x)")
     return ok
 
 
@@ -340,10 +399,13 @@ def run_errors():
            lambda: flashtile.attention(q, k, v, score_mod=H.alibi,
                                        arch=ARCH).sum().backward(),
            ["no backward", "not in the cache"])
+    # The custom op does not derive captured tensors' gradients: refused.
     H.SLOPES = torch.rand(2, device=DEV).requires_grad_()
-    raises("a captured tensor that requires grad",
-           lambda: flashtile.attention(q, k, v, score_mod=H.alibi, arch=ARCH),
-           ["requires grad", "detach"])
+    op = flashtile.torch_op(flashtile.compile(64, "bf16", score_mod=H.alibi,
+                                              arch=ARCH, isa="sm_90"),
+                            backward=False)
+    raises("a captured tensor that requires grad, through the torch op",
+           lambda: op(q, k, v, H.SLOPES), ["requires grad", "detach"])
     with torch.no_grad():
         out = flashtile.attention(q, k, v, causal=True, arch=ARCH)
     results.append(("under no_grad the output has no grad_fn",
@@ -355,19 +417,14 @@ def run_errors():
 
 def run_train():
     import transformers
-    from transformers import (AttentionInterface, Gemma2Config,
-                              Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM)
+    import flashtile.hf
+    from transformers import (Gemma2Config, Gemma2ForCausalLM, LlamaConfig,
+                              LlamaForCausalLM)
 
-    def flashtile_attention(module, query, key, value, attention_mask,
-                            scaling=None, dropout=0.0, softcap=None, **kwargs):
-        if softcap is not None and softcap != 50.0:
-            raise flashtile.FlashTileError(f"no kernel for softcap {softcap}")
-        out = flashtile.attention(query, key, value, causal=True,
-                                  scale=scaling,
-                                  score_mod=H.gemma_softcap if softcap else None,
-                                  arch=ARCH)
-        return out.transpose(1, 2), None
-    AttentionInterface.register("flashtile", flashtile_attention)
+    # The package's own transformers integration (flashtile.hf): scaling,
+    # causal, the Gemma-2 softcap as a run-time scalar, sliding windows and
+    # 4-d masks as mask_mods.
+    flashtile.hf.register(arch=ARCH)
 
     common = dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2,
                   vocab_size=1000, max_position_embeddings=1024)
@@ -519,7 +576,8 @@ def run_speed():
 
 
 def main():
-    parts = {"grads": run_grads, "masks": run_masks, "det": run_det, "compile": run_compile,
+    parts = {"grads": run_grads, "tensors": run_tensor_grads,
+             "masks": run_masks, "det": run_det, "compile": run_compile,
              "errors": run_errors, "train": run_train, "speed": run_speed}
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", nargs="+", choices=list(parts))

@@ -37,6 +37,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace flashtile {
 
@@ -76,6 +77,9 @@ struct CompileOptions {
   /// The backward's dQ without atomics, by a kernel of its own
   /// (attn::BackwardOptions::deterministic).
   bool deterministic = false;
+  /// The backward's gradients of extra tensors the score_mod reads, by
+  /// name (attn::BackwardOptions::tensorGrads).
+  std::vector<std::string> tensorGrads;
   /// Tile parameters to pin; the rest are searched. When all five are given
   /// the config is taken as is and the allocator is its only judge.
   attn::ConfigOverrides pins;

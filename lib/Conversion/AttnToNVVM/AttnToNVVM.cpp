@@ -89,10 +89,14 @@ struct ConvertAttnToNVVMPass
          llvm::make_early_inc_range(module.getOps<KernelOp>())) {
       if (failed(checkLowerable(kernel)))
         return signalPassFailure();
-      // A map's body may read kernel arguments directly; the lowering
-      // reads them as parameters, through attn.kernel_arg.
+      // A map's or a for_each's body may read (and a for_each's add into)
+      // kernel arguments directly; the lowering reads them as parameters,
+      // through attn.kernel_arg.
       kernel.walk([&](MapOp map) {
         readKernelArgsThroughKernelArgOps(map.getBody(), kernel);
+      });
+      kernel.walk([&](ForEachOp forEach) {
+        readKernelArgsThroughKernelArgOps(forEach.getBody(), kernel);
       });
       if (getBlockRanges(kernel) &&
           failed(lowering::buildBlockMaskKernels(kernel)))

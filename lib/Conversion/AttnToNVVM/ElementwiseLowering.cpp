@@ -1,4 +1,4 @@
-//===- ElementwiseLowering.cpp - map, reduce_rows and convert -------------===//
+//===- ElementwiseLowering.cpp - map, for_each, reduce_rows, convert ------===//
 //
 // The tile language's math on register tiles. Every thread works on the
 // elements FragmentLayout.h gives it; a rank-1 fragment's value of a row is
@@ -22,6 +22,73 @@ using namespace flashtile::attn::lowering;
 
 namespace {
 
+/// One element of an attn.map / attn.for_each a thread holds: its
+/// operands' values, then its row and column (each a per-thread base plus
+/// the compile-time `offsets`), and where it sits in the result.
+struct Element {
+  SmallVector<Value> args;
+  SmallVector<int64_t> offsets;
+  int64_t accIndex, rowIndex;
+};
+
+/// Calls `emit` on every element of shape `rows` x `cols` (rank 2) or
+/// `rows` (rank 1) that the thread holds, in FragmentLayout's order.
+void forEachElement(TileOpContext &ctx, ValueRange operands,
+                    ValueRange converted, int64_t rank, int64_t rows,
+                    int64_t cols, function_ref<void(const Element &)> emit) {
+  const FragmentLayout &layout = ctx.layout;
+  int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+  Emitter &e = ctx.e;
+  // Tile-local positions: block 0 of rows and of columns.
+  ScoreTileCoords coords(ctx, rows, cols, e.i32(0), e.i32(0));
+
+  // Each operand's values: a thread's elements, or the scalar.
+  SmallVector<SmallVector<Value>> values;
+  SmallVector<std::optional<FragLayout>> layouts;
+  for (auto [operand, value] : llvm::zip(operands, converted)) {
+    auto frag = dyn_cast<FragType>(operand.getType());
+    layouts.push_back(frag ? std::optional(frag.getLayout()) : std::nullopt);
+    values.push_back(frag ? e.unpack(value) : SmallVector<Value>{value});
+  }
+  auto operandValue = [&](size_t k, int64_t accIndex, int64_t rowIndex,
+                          int64_t colIndex) {
+    if (!layouts[k])
+      return values[k].front();
+    switch (*layouts[k]) {
+    case FragLayout::Rows:
+      return values[k][rowIndex];
+    case FragLayout::Cols:
+      return values[k][colIndex];
+    default:
+      return values[k][accIndex];
+    }
+  };
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t j = 0; j < (rank == 2 ? nTiles : 1); ++j)
+      for (int64_t r = 0; r < 4; ++r) {
+        // A rank-1 shape has one element per (m-tile, half): r = 0, 2.
+        if (rank == 1 && r % 2)
+          continue;
+        Element element;
+        element.accIndex = FragmentLayout::accIndex(i, j, r, nTiles);
+        element.rowIndex = FragmentLayout::rowIndex(i, r / 2);
+        int64_t colIndex = FragmentLayout::colIndex(j, r);
+        for (size_t k = 0; k < operands.size(); ++k)
+          element.args.push_back(
+              operandValue(k, element.accIndex, element.rowIndex, colIndex));
+        element.offsets.assign(operands.size(), 0);
+        auto [row, rowOffset] = coords.rowParts(i, r);
+        element.args.push_back(row);
+        element.offsets.push_back(rowOffset);
+        if (rank == 2) {
+          auto [col, colOffset] = coords.colParts(j, r);
+          element.args.push_back(col);
+          element.offsets.push_back(colOffset);
+        }
+        emit(element);
+      }
+}
+
 /// The map's body once per element of the result, as straight-line code:
 /// HookEmitter shares what the elements have in common (the column and row
 /// bases, anything that depends on neither).
@@ -31,67 +98,97 @@ struct MapLowering : public AttnOpLoweringPattern<MapOp> {
   LogicalResult lower(MapOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
-    const FragmentLayout &layout = ctx.layout;
     FragType result = op.getResult().getType();
+    int64_t rank = result.getRank();
     int64_t rows = result.getDimSize(0);
-    int64_t cols = result.getRank() == 2 ? result.getDimSize(1) : 8;
-    int64_t mTiles = layout.mTiles(rows), nTiles = cols / 8;
+    int64_t cols = rank == 2 ? result.getDimSize(1) : 8;
     Emitter &e = ctx.e;
-    // Tile-local positions: block 0 of rows and of columns.
-    ScoreTileCoords coords(ctx, rows, cols, e.i32(0), e.i32(0));
-
-    // Each operand's values: a thread's elements, or the scalar.
-    SmallVector<SmallVector<Value>> values;
-    SmallVector<std::optional<FragLayout>> layouts;
-    for (auto [operand, converted] :
-         llvm::zip(op.getOperands(), adaptor.getOperands())) {
-      auto frag = dyn_cast<FragType>(operand.getType());
-      layouts.push_back(frag ? std::optional(frag.getLayout()) : std::nullopt);
-      values.push_back(frag ? e.unpack(converted)
-                            : SmallVector<Value>{converted});
-    }
-    auto operandValue = [&](size_t k, int64_t accIndex, int64_t rowIndex,
-                            int64_t colIndex) {
-      if (!layouts[k])
-        return values[k].front();
-      switch (*layouts[k]) {
-      case FragLayout::Rows:
-        return values[k][rowIndex];
-      case FragLayout::Cols:
-        return values[k][colIndex];
-      default:
-        return values[k][accIndex];
-      }
-    };
-
     HookEmitter hooks(e, op);
-    SmallVector<Value> out(layout.numValues(result));
-    size_t numOperands = op.getNumOperands();
-    for (int64_t i = 0; i < mTiles; ++i)
-      for (int64_t j = 0; j < (result.getRank() == 2 ? nTiles : 1); ++j)
-        for (int64_t r = 0; r < 4; ++r) {
-          // A rank-1 result has one element per (m-tile, half): r = 0, 2.
-          if (result.getRank() == 1 && r % 2)
-            continue;
-          int64_t accIndex = FragmentLayout::accIndex(i, j, r, nTiles);
-          int64_t rowIndex = FragmentLayout::rowIndex(i, r / 2);
-          int64_t colIndex = FragmentLayout::colIndex(j, r);
-          SmallVector<Value> args;
-          SmallVector<int64_t> offsets(numOperands, 0);
-          for (size_t k = 0; k < numOperands; ++k)
-            args.push_back(operandValue(k, accIndex, rowIndex, colIndex));
-          auto [row, rowOffset] = coords.rowParts(i, r);
-          args.push_back(row);
-          offsets.push_back(rowOffset);
-          if (result.getRank() == 2) {
-            auto [col, colOffset] = coords.colParts(j, r);
-            args.push_back(col);
-            offsets.push_back(colOffset);
-          }
-          out[result.getRank() == 2 ? accIndex : rowIndex] =
-              hooks.emit(op.getBody(), args, offsets);
+    SmallVector<Value> out(ctx.layout.numValues(result));
+    forEachElement(ctx, op.getOperands(), adaptor.getOperands(), rank, rows,
+                   cols, [&](const Element &element) {
+      out[rank == 2 ? element.accIndex : element.rowIndex] =
+          hooks.emit(op.getBody(), element.args, element.offsets);
+    });
+    rewriter.replaceOp(op, e.pack(ctx.layout.convertType(result), out));
+    return success();
+  }
+};
+
+/// The values of a for_each body that differ between elements: those
+/// computed from its fragment operands or from the element's row and
+/// column. The rest comes from scalar operands alone, the same in every
+/// thread of the block.
+llvm::DenseSet<Value> elementVarying(ForEachOp op) {
+  Block &body = op.getBody().front();
+  llvm::DenseSet<Value> varying;
+  for (auto [i, operand] : llvm::enumerate(op.getOperands()))
+    if (isa<FragType>(operand.getType()))
+      varying.insert(body.getArgument(i));
+  for (BlockArgument arg : body.getArguments().drop_front(op.getNumOperands()))
+    varying.insert(arg);
+  for (Operation &inner : body)
+    if (llvm::any_of(inner.getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      varying.insert(inner.result_begin(), inner.result_end());
+  return varying;
+}
+
+/// The body once per element, for its atomic adds. An add whose indices
+/// vary between elements is one f32 atomic per element. One whose indices
+/// do not (they come from scalar operands: the same address in every
+/// thread) is summed over the thread's elements, then over the warp by
+/// butterfly shuffles, and lane 0 adds the sum: one atomic per warp.
+struct ForEachLowering : public AttnOpLoweringPattern<ForEachOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(ForEachOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    // The shape: the rank-2 operands', else the rows vectors'.
+    int64_t rank = 1, rows = 0, cols = 8;
+    for (Value operand : op.getOperands())
+      if (auto frag = dyn_cast<FragType>(operand.getType());
+          frag && frag.getLayout() != FragLayout::Cols) {
+        rows = frag.getDimSize(0);
+        if (frag.getRank() == 2) {
+          rank = 2;
+          cols = frag.getDimSize(1);
         }
-    rewriter.replaceOp(op, e.pack(layout.convertType(result), out));
+      }
+    Emitter &e = ctx.e;
+    llvm::DenseSet<Value> varying = elementVarying(op);
+    // Per uniform add, in the body's order: its address and running sum.
+    SmallVector<Operation *> uniform;
+    llvm::DenseMap<Operation *, std::pair<Value, Value>> sums;
+    for (auto add : op.getBody().front().getOps<memref::AtomicRMWOp>())
+      if (llvm::none_of(add.getIndices(),
+                        [&](Value v) { return varying.contains(v); }))
+        uniform.push_back(add);
+    HookEmitter hooks(e, op);
+    hooks.onAccumulate = [&](Operation *add, Value address, Value value) {
+      if (!llvm::is_contained(uniform, add))
+        return hooks.atomicAdd(address, value);
+      auto &[at, sum] = sums[add];
+      at = address;
+      sum = sum ? e.fadd(sum, value) : value;
+    };
+    forEachElement(ctx, op.getOperands(), adaptor.getOperands(), rank, rows,
+                   cols, [&](const Element &element) {
+      hooks.emitAll(op.getBody(), element.args, element.offsets);
+    });
+    if (!uniform.empty()) {
+      ThreadCoords thread = ThreadCoords::get(e);
+      Value first = e.cmp(LLVM::ICmpPredicate::eq, thread.lane, e.i32(0));
+      for (Operation *add : uniform) {
+        auto [address, sum] = sums.lookup(add);
+        for (int64_t mask = 16; mask >= 1; mask /= 2)
+          sum = e.fadd(sum, e.shflXor(sum, mask));
+        emitIf(rewriter, op.getLoc(), first,
+               [&] { hooks.atomicAdd(address, sum); });
+      }
+    }
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -157,5 +254,6 @@ struct ConvertLowering : public AttnOpLoweringPattern<ConvertOp> {
 
 void lowering::populateElementwisePatterns(LLVMTypeConverter &converter,
                                            RewritePatternSet &patterns) {
-  patterns.add<MapLowering, ReduceRowsLowering, ConvertLowering>(converter);
+  patterns.add<MapLowering, ForEachLowering, ReduceRowsLowering,
+               ConvertLowering>(converter);
 }

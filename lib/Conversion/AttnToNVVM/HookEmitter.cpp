@@ -247,22 +247,21 @@ Value HookEmitter::erf(Value x) {
   return e.select(negative, LLVM::FNegOp::create(b, loc, y), y);
 }
 
-/// `tensor[indices]`: the parameters of an extra tensor are its pointer,
-/// then its sizes, then its strides (KernelABI.h); the address is computed
-/// in 64 bits. Each index is clamped to [0, size - 1], so that no hook reads
-/// outside its tensor: hooks run on the positions of every score a thread
-/// holds, including rows past seqlen_q and keys past seqlen_k, whose scores
-/// are masked or never stored. The read is marked invariant: hooks never
-/// write.
-Value HookEmitter::load(memref::LoadOp op) {
+/// The address of `tensor[indices]`: the parameters of an extra tensor are
+/// its pointer, then its sizes, then its strides (KernelABI.h); the address
+/// is computed in 64 bits. Each index is clamped to [0, size - 1], so that
+/// no hook reads or adds outside its tensor: hooks run on the positions of
+/// every score a thread holds, including rows past seqlen_q and keys past
+/// seqlen_k, whose scores are masked or never stored.
+Value HookEmitter::elementAddress(Value memref, ValueRange indices) {
   OpBuilder &b = e.builder();
-  Location loc = op.getLoc();
-  auto type = op.getMemRefType();
-  int64_t first = tensors.lookup(op.getMemRef());
+  Location loc = memref.getLoc();
+  auto type = cast<MemRefType>(memref.getType());
+  int64_t first = tensors.lookup(memref);
   int64_t rank = type.getRank();
   Value offset = e.i64(0);
   Value maxI32 = e.i64(std::numeric_limits<int32_t>::max());
-  for (auto [d, index] : llvm::enumerate(op.getIndices())) {
+  for (auto [d, index] : llvm::enumerate(indices)) {
     Value size = getKernelParam(anchor, getExtraTensorSizeParam(first, d));
     Value last = e.sub(LLVM::TruncOp::create(b, loc, b.getI32Type(),
                                              LLVM::SMinOp::create(
@@ -274,15 +273,39 @@ Value HookEmitter::load(memref::LoadOp op) {
     offset = e.add64(offset, e.mul64(e.sext64(clamped), stride));
   }
   Value base = getKernelParam(anchor, first);
-  Value address = LLVM::GEPOp::create(b, loc, base.getType(),
-                                      type.getElementType(), base,
-                                      ArrayRef<LLVM::GEPArg>{offset});
+  return LLVM::GEPOp::create(b, loc, base.getType(), type.getElementType(),
+                             base, ArrayRef<LLVM::GEPArg>{offset});
+}
+
+/// `tensor[indices]`, marked invariant: hooks never write what they read.
+Value HookEmitter::load(memref::LoadOp op) {
+  auto type = op.getMemRefType();
+  Value address = elementAddress(op.getMemRef(), op.getIndices());
   // Elements are naturally aligned (the launch plan checks the pointer).
   auto read = LLVM::LoadOp::create(
-      b, loc, type.getElementType(), address,
+      e.builder(), op.getLoc(), type.getElementType(), address,
       /*alignment=*/type.getElementTypeBitWidth() / 8);
   read.setInvariant(true);
   return read;
+}
+
+void HookEmitter::atomicAdd(Value address, Value value) {
+  LLVM::AtomicRMWOp::create(e.builder(), address.getLoc(),
+                            LLVM::AtomicBinOp::fadd, address, value,
+                            LLVM::AtomicOrdering::monotonic);
+}
+
+/// An attn.for_each body's atomic add (verified: f32 addf into an extra
+/// tensor of role accumulate). Its result, the old value, is not read by
+/// anything the body computes; the added value stands for it.
+Value HookEmitter::accumulate(memref::AtomicRMWOp op) {
+  Value address = elementAddress(op.getMemref(), op.getIndices());
+  Value value = get(op.getValue());
+  if (onAccumulate)
+    onAccumulate(op, address, value);
+  else
+    atomicAdd(address, value);
+  return value;
 }
 
 /// x^y with torch.pow's values (IEEE pow on the cases attention hooks
@@ -546,6 +569,7 @@ Value HookEmitter::emitOp(Operation &op) {
         });
       })
       .Case([&](memref::LoadOp read) { return load(read); })
+      .Case([&](memref::AtomicRMWOp add) { return accumulate(add); })
       .Case([&](SizeOp s) { return size(s); })
       .Default([&](Operation *) -> Value {
         llvm_unreachable("the hook verifier admits only the ops above");

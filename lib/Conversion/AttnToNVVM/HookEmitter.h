@@ -23,6 +23,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -47,6 +48,15 @@ public:
                    mlir::Value scoreFactor = {}) {
     return emitAll(hook, args, argOffsets, scoreFactor).front();
   }
+
+  /// Where set, an attn.for_each body's `memref.atomic_rmw addf` is handed
+  /// here (the op, the element's address, the value to add) instead of
+  /// being emitted as an atomic add: the caller sums what every element
+  /// adds at one address first.
+  std::function<void(mlir::Operation *, mlir::Value, mlir::Value)>
+      onAccumulate;
+  /// `value` added to `address` with an f32 atomic.
+  void atomicAdd(mlir::Value address, mlir::Value value);
 
   /// From now on, score_mod term `term` (DiagonalTerm.h) is read from the
   /// diagonal table: `origin` points at its entry for k - q = 0, and the
@@ -103,6 +113,10 @@ private:
   mlir::Value erf(mlir::Value x);
   mlir::Value pow(mlir::math::PowFOp op);
   mlir::Value load(mlir::memref::LoadOp op);
+  /// The address of `memref[indices]` in the hook's extra tensor, each
+  /// index clamped into the tensor.
+  mlir::Value elementAddress(mlir::Value memref, mlir::ValueRange indices);
+  mlir::Value accumulate(mlir::memref::AtomicRMWOp op);
   mlir::Value size(attn::SizeOp op);
 
   Emitter &e;

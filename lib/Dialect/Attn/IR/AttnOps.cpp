@@ -1336,30 +1336,34 @@ static LogicalResult verifyAccumulatorShape(Operation *op, StringRef what,
   return success();
 }
 
-LogicalResult MapOp::verify() {
-  FragType result = getResult().getType();
-  if (!result.getElementType().isF32())
-    return emitOpError() << "result must be an f32 fragment, got "
-                         << Type(result);
+/// The operands of attn.map and attn.for_each: f32 fragments and scalars
+/// (f32, index, integers) that agree on one shape (M x N, or M when every
+/// fragment is a `rows` vector), `cols` vectors of N values along the
+/// rank-2 ones. Returns that shape, or fails with the error at `op`.
+static FailureOr<SmallVector<int64_t>>
+verifyElementwiseOperands(Operation *op, ValueRange operands,
+                          StringRef what) {
   // The shape the operands agree on.
   std::optional<int64_t> rows;
   std::optional<std::pair<int64_t, int64_t>> shape;
   // The 'cols' operands: (operand, columns).
   SmallVector<std::pair<size_t, int64_t>> cols;
-  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+  for (auto [i, operand] : llvm::enumerate(operands)) {
     Type type = operand.getType();
     auto frag = dyn_cast<FragType>(type);
     if (!frag) {
       if (!type.isF32() && !type.isIndex() && !type.isSignlessInteger())
-        return emitOpError() << "operand " << i << " has type " << type
-                             << "; a map takes f32 fragments and scalars "
-                                "(f32, index, integers)";
+        return op->emitOpError() << "operand " << i << " has type " << type
+                                 << "; " << what
+                                 << " takes f32 fragments and scalars (f32, "
+                                    "index, integers)";
       continue;
     }
     if (!frag.getElementType().isF32())
-      return emitOpError() << "operand " << i << " is " << type
-                           << "; convert to f32 first (fragments of f16/bf16 "
-                              "are mma operands)";
+      return op->emitOpError()
+             << "operand " << i << " is " << type
+             << "; convert to f32 first (fragments of f16/bf16 are mma "
+                "operands)";
     if (frag.getLayout() == FragLayout::Cols) {
       // Checked against the rank-2 operands' columns below.
       cols.push_back({i, frag.getDimSize(0)});
@@ -1367,66 +1371,107 @@ LogicalResult MapOp::verify() {
     }
     int64_t r = frag.getDimSize(0);
     if (rows && *rows != r)
-      return emitOpError() << "operand " << i << " has " << r
-                           << " rows but an earlier operand has " << *rows;
+      return op->emitOpError() << "operand " << i << " has " << r
+                               << " rows but an earlier operand has " << *rows;
     rows = r;
     if (frag.getRank() == 2) {
       std::pair<int64_t, int64_t> s{r, frag.getDimSize(1)};
       if (shape && *shape != s)
-        return emitOpError() << "operand " << i << " is " << type
-                             << " but an earlier operand is "
-                             << s.first << "x" << shape->second;
+        return op->emitOpError() << "operand " << i << " is " << type
+                                 << " but an earlier operand is " << s.first
+                                 << "x" << shape->second;
       shape = s;
     }
   }
   if (!rows)
-    return emitOpError() << "needs at least one fragment operand with rows "
-                            "(a 'cols' vector broadcasts along a rank-2 "
-                            "operand's rows)";
+    return op->emitOpError()
+           << "needs at least one fragment operand with rows "
+              "(a 'cols' vector broadcasts along a rank-2 operand's rows)";
   for (auto [i, n] : cols)
     if (!shape || shape->second != n)
-      return emitOpError()
+      return op->emitOpError()
              << "operand " << i << " is a 'cols' vector of " << n
              << " values, which broadcasts along the rows of a rank-2 "
                 "operand with as many columns; "
              << (shape ? "the rank-2 operands have " +
                              std::to_string(shape->second) + " columns"
                        : std::string("there is none"));
-  SmallVector<int64_t> expected =
-      shape ? SmallVector<int64_t>{shape->first, shape->second}
-            : SmallVector<int64_t>{*rows};
-  if (failed(expectFrag(*this, "result", result, expected,
+  return shape ? SmallVector<int64_t>{shape->first, shape->second}
+               : SmallVector<int64_t>{*rows};
+}
+
+/// The body of attn.map / attn.for_each: one argument per operand (its
+/// element type), then the row and, for a rank-2 shape, the column.
+static LogicalResult verifyElementwiseBody(Operation *op, ValueRange operands,
+                                           Block &body, unsigned coords) {
+  if (body.getNumArguments() != operands.size() + coords)
+    return op->emitOpError()
+           << "body must take " << operands.size() + coords
+           << " arguments: one per operand, then the row"
+           << (coords == 2 ? " and the column" : "") << " (index); it takes "
+           << body.getNumArguments();
+  for (auto [i, operand] : llvm::enumerate(operands)) {
+    Type type = operand.getType();
+    Type element =
+        isa<FragType>(type) ? cast<FragType>(type).getElementType() : type;
+    if (body.getArgument(i).getType() != element)
+      return op->emitOpError() << "body argument " << i << " must be "
+                               << element << ", got "
+                               << body.getArgument(i).getType();
+  }
+  for (unsigned c = 0; c < coords; ++c)
+    if (!body.getArgument(operands.size() + c).getType().isIndex())
+      return op->emitOpError()
+             << "body argument " << operands.size() + c << " (the "
+             << (c == 0 ? "row" : "column") << ") must be index";
+  return success();
+}
+
+LogicalResult MapOp::verify() {
+  FragType result = getResult().getType();
+  if (!result.getElementType().isF32())
+    return emitOpError() << "result must be an f32 fragment, got "
+                         << Type(result);
+  FailureOr<SmallVector<int64_t>> expected =
+      verifyElementwiseOperands(*this, getOperands(), "a map");
+  if (failed(expected) ||
+      failed(expectFrag(*this, "result", result, *expected,
                         Float32Type::get(getContext()))))
     return failure();
   if (result.getRank() == 2 &&
       failed(verifyAccumulatorShape(*this, "result", result)))
     return failure();
-
   Block &body = getBody().front();
-  unsigned coords = result.getRank();
-  if (body.getNumArguments() != getNumOperands() + coords)
-    return emitOpError() << "body must take " << getNumOperands() + coords
-                         << " arguments: one per operand, then the row"
-                         << (coords == 2 ? " and the column" : "")
-                         << " (index); it takes " << body.getNumArguments();
-  for (auto [i, operand] : llvm::enumerate(getOperands())) {
-    Type type = operand.getType();
-    Type element =
-        isa<FragType>(type) ? cast<FragType>(type).getElementType() : type;
-    if (body.getArgument(i).getType() != element)
-      return emitOpError() << "body argument " << i << " must be " << element
-                           << ", got " << body.getArgument(i).getType();
-  }
-  for (unsigned c = 0; c < coords; ++c)
-    if (!body.getArgument(getNumOperands() + c).getType().isIndex())
-      return emitOpError() << "body argument " << getNumOperands() + c
-                           << " (the " << (c == 0 ? "row" : "column")
-                           << ") must be index";
+  if (failed(verifyElementwiseBody(*this, getOperands(), body,
+                                   result.getRank())))
+    return failure();
   YieldOp yield = getYield(body);
   if (!yield || yield.getValues().size() != 1 ||
       !yield.getValues()[0].getType().isF32())
     return emitOpError() << "body must yield one f32";
   return verifyHookBody(*this, getBody(), "map");
+}
+
+LogicalResult ForEachOp::verify() {
+  FailureOr<SmallVector<int64_t>> shape =
+      verifyElementwiseOperands(*this, getOperands(), "a for_each");
+  if (failed(shape))
+    return failure();
+  if (shape->size() == 2 &&
+      failed(verifyAccumulatorShape(
+          *this, "the elements' shape",
+          FragType::get(getContext(), *shape,
+                        Float32Type::get(getContext())))))
+    return failure();
+  Block &body = getBody().front();
+  if (failed(verifyElementwiseBody(*this, getOperands(), body,
+                                   shape->size())))
+    return failure();
+  YieldOp yield = getYield(body);
+  if (!yield || !yield.getValues().empty())
+    return emitOpError() << "body must end in an attn.yield of nothing";
+  return verifyHookBody(*this, getBody(), "for_each",
+                        /*accumulates=*/true);
 }
 
 LogicalResult ReduceRowsOp::verify() {

@@ -107,13 +107,39 @@ void attn::readKernelArgsThroughKernelArgOps(Region &hook, KernelOp kernel) {
   });
 }
 
+/// An atomic add of an attn.for_each body: f32 addf into an extra tensor
+/// of role `accumulate`, one index per dimension.
+static LogicalResult verifyAccumulation(memref::AtomicRMWOp op,
+                                        KernelOp kernel) {
+  if (op.getKind() != arith::AtomicRMWKind::addf || !op.getType().isF32())
+    return op.emitOpError() << "must add f32 values (addf): a for_each "
+                               "accumulates gradients";
+  if (!op.getResult().use_empty())
+    return op.emitOpError() << "result (the old value) must be unused: "
+                               "other elements add to it concurrently";
+  Value memref = op.getMemref();
+  int64_t extra = -1;
+  if (auto arg = memref.getDefiningOp<KernelArgOp>())
+    extra = arg.getIndex();
+  else if (kernel)
+    extra = kernel.getExtraArgIndex(memref);
+  if (extra < 0 || kernel.getExtraArgRole(extra) != "accumulate")
+    return op.emitOpError()
+           << "adds into a memref that is not one of the kernel's extra "
+              "tensors of role 'accumulate'";
+  return success();
+}
+
 LogicalResult attn::verifyHookBody(Operation *owner, Region &region,
-                                   StringRef name) {
+                                   StringRef name, bool accumulates) {
   if (region.empty())
     return success();
   auto kernel = owner->getParentOfType<KernelOp>();
   for (Operation &op : region.front()) {
-    if (!isSupportedHookOp(&op))
+    if (auto add = dyn_cast<memref::AtomicRMWOp>(op); add && accumulates) {
+      if (failed(verifyAccumulation(add, kernel)))
+        return failure();
+    } else if (!isSupportedHookOp(&op))
       return op.emitOpError()
              << "is not supported in a " << name
              << " hook: hooks are scalar functions of arith, math (tanh, "

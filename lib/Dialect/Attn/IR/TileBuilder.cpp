@@ -164,9 +164,9 @@ Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc,
   return mma(p, v, tile, acc, MmaOptions(), file, line);
 }
 
-MapOp TileBuilder::createMap(ValueRange operands, const char *file,
-                             unsigned line) {
-  Location here = at(file, line);
+/// The elements' shape of a map / for_each over `operands`: the rank-2
+/// operands' (rows, cols), else the rows vectors' (rows).
+static SmallVector<int64_t> getElementwiseShape(ValueRange operands) {
   std::optional<int64_t> rows, cols;
   for (Value operand : operands)
     if (auto frag = dyn_cast<FragType>(operand.getType())) {
@@ -180,18 +180,47 @@ MapOp TileBuilder::createMap(ValueRange operands, const char *file,
   SmallVector<int64_t> shape = {rows.value_or(0)};
   if (cols)
     shape.push_back(*cols);
-  auto type = FragType::get(b.getContext(), shape, b.getF32Type());
-  auto map = MapOp::create(b, here, type, operands);
+  return shape;
+}
+
+/// A block of a map's / for_each's arguments: one per operand, then the
+/// row and, for rank 2, the column.
+static mlir::Block *createElementwiseBody(OpBuilder &b, Region &region,
+                                          ValueRange operands, size_t coords,
+                                          Location here) {
   mlir::Block *body = new mlir::Block();
-  map.getBody().push_back(body);
+  region.push_back(body);
   for (Value operand : operands) {
     Type t = operand.getType();
     body->addArgument(isa<FragType>(t) ? cast<FragType>(t).getElementType() : t,
                       here);
   }
-  for (size_t c = 0; c < shape.size(); ++c)
+  for (size_t c = 0; c < coords; ++c)
     body->addArgument(b.getIndexType(), here);
+  return body;
+}
+
+MapOp TileBuilder::createMap(ValueRange operands, const char *file,
+                             unsigned line) {
+  Location here = at(file, line);
+  SmallVector<int64_t> shape = getElementwiseShape(operands);
+  auto type = FragType::get(b.getContext(), shape, b.getF32Type());
+  auto map = MapOp::create(b, here, type, operands);
+  createElementwiseBody(b, map.getBody(), operands, shape.size(), here);
   return map;
+}
+
+void TileBuilder::forEach(ValueRange operands, const ForEachBody &body,
+                          const char *file, unsigned line) {
+  Location here = at(file, line);
+  auto forEach = ForEachOp::create(b, here, operands);
+  mlir::Block *block =
+      createElementwiseBody(b, forEach.getBody(), operands,
+                            getElementwiseShape(operands).size(), here);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(block);
+  body(b, here, block->getArguments());
+  YieldOp::create(b, here, ValueRange{});
 }
 
 Value TileBuilder::map(ValueRange operands, const MapBody &body,

@@ -42,6 +42,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -304,15 +305,53 @@ struct BackwardBuilder {
     return (base + "_bwd").str();
   }
 
+  /// The forward's extra tensors whose gradient the family computes
+  /// (BackwardOptions::tensorGrads), in order.
+  SmallVector<Value> gradTensors;
+
+  /// The `<name>_grad` argument of gradTensors[i]: f32, its rank, any
+  /// sizes and strides.
+  MemRefType gradType(unsigned i) {
+    auto type = cast<MemRefType>(gradTensors[i].getType());
+    int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> sizes(type.getRank(), dyn), strides(type.getRank(),
+                                                             dyn);
+    MLIRContext *ctx = forward.getContext();
+    return MemRefType::get(sizes, Float32Type::get(ctx),
+                           StridedLayoutAttr::get(ctx, 0, strides));
+  }
+
+  /// The extra arguments' names and roles: the forward's, then the
+  /// gradients' (`<name>_grad`, accumulate).
+  std::pair<ArrayAttr, ArrayAttr> extraNamesAndRoles(Builder &b) {
+    if (gradTensors.empty())
+      return {forward.getArgNamesAttr(), forward.getArgRolesAttr()};
+    SmallVector<Attribute> names, roles;
+    for (unsigned i = 0; i < forward.getExtraArgs().size(); ++i) {
+      names.push_back(b.getStringAttr(forward.getExtraArgName(i)));
+      roles.push_back(b.getStringAttr(forward.getExtraArgRole(i)));
+    }
+    for (Value tensor : gradTensors) {
+      std::string name = forward
+                             .getExtraArgName(static_cast<unsigned>(
+                                 forward.getExtraArgIndex(tensor)))
+                             .str();
+      names.push_back(b.getStringAttr(name + "_grad"));
+      roles.push_back(b.getStringAttr("accumulate"));
+    }
+    return {b.getArrayAttr(names), b.getArrayAttr(roles)};
+  }
+
   KernelOp createKernel(OpBuilder &b, StringRef suffix, ConfigAttr config,
                         bool keyGrid) {
     std::string name = familyName() + suffix.str();
     // The forward's extra arguments (what its hooks read) follow the
-    // tensors in every kernel: a family's kernels share their arguments.
+    // tensors in every kernel, then the gradients of the tensors the
+    // family differentiates: a family's kernels share their arguments.
+    auto [names, roles] = extraNamesAndRoles(b);
     auto kernel = KernelOp::create(
         b, loc, b.getStringAttr(name), forward.getArch(), config,
-        IntegerAttr(), forward.getArgNamesAttr(), forward.getArgRolesAttr(),
-        ProblemAttr(), tensorDecls(b),
+        IntegerAttr(), names, roles, ProblemAttr(), tensorDecls(b),
         keyGrid ? b.getStringAttr("keys") : StringAttr());
     // What the attention said (causal, window, scale) is the plan's too.
     kernel.setProblemAttr(forward.getProblemInfo());
@@ -322,17 +361,56 @@ struct BackwardBuilder {
       body->addArgument(tensor.type, loc);
     for (Value extra : forward.getExtraArgs())
       body->addArgument(extra.getType(), extra.getLoc());
+    for (unsigned i = 0; i < gradTensors.size(); ++i)
+      body->addArgument(gradType(i), gradTensors[i].getLoc());
     return kernel;
   }
 
   /// The forward's extra arguments -> `kernel`'s, for the score_mod's
   /// reads when it is emitted into `kernel`.
   IRMapping outside;
+  /// gradTensors[i] in `kernel` -> its `<name>_grad` argument.
+  llvm::DenseMap<Value, Value> gradArgs;
   void useExtrasOf(KernelOp kernel) {
     outside.clear();
+    gradArgs.clear();
+    auto extras = kernel.getExtraArgs();
+    size_t count = forward.getExtraArgs().size();
     for (auto [from, to] :
-         llvm::zip_equal(forward.getExtraArgs(), kernel.getExtraArgs()))
+         llvm::zip_equal(forward.getExtraArgs(), extras.take_front(count)))
       outside.map(from, to);
+    for (auto [tensor, grad] :
+         llvm::zip_equal(gradTensors, extras.drop_front(count)))
+      gradArgs[outside.lookup(tensor)] = grad;
+  }
+
+  /// The for_each body over gradientOperands and (row, col) that adds, for
+  /// each read of a differentiated tensor, dS' * ∂f/∂read at the read's
+  /// indices into its gradient (dS' = P (dP - D): the gradient of the
+  /// score the softmax saw). Nothing where P = 0.
+  void accumulateReadGradients(OpBuilder &b, Location loc, ValueRange x,
+                               bool keyRows) {
+    Value p = x[0], scaleValue = x[3], row = x[9], col = x[10];
+    Value seed = arith::MulFOp::create(
+        b, loc, p, arith::SubFOp::create(b, loc, x[1], x[2]));
+    Value query = arith::AddIOp::create(b, loc, x[7], keyRows ? col : row);
+    Value key = arith::AddIOp::create(b, loc, x[8], keyRows ? row : col);
+    Value scaled = arith::MulFOp::create(b, loc, x[4], scaleValue);
+    FailureOr<ScoreModGradient> gradient = differentiateScoreMod(
+        b, *scoreMod, {scaled, x[5], x[6], query, key}, seed,
+        [&](Value tensor) { return gradArgs.contains(tensor); }, &outside);
+    assert(succeeded(gradient) && "checked by checkDifferentiable");
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value dropped =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
+    for (TensorReadAdjoint &read : gradient->reads) {
+      Value adjoint =
+          arith::SelectOp::create(b, loc, dropped, zero, read.adjoint);
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
+                                  adjoint,
+                                  gradArgs.lookup(read.read.getMemRef()),
+                                  read.read.getIndices());
+    }
   }
 
   /// The kernel's tensor `name`.
@@ -622,17 +700,22 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           Value s = x[0], l = x[1], c = x[2], kb = x[3], qb = x[4];
           Value nq = x[5], nk = x[6], sh = x[7];
           Value row = x[x.size() - 2], col = x.back();
+          // Rows are keys, columns queries.
           Value key, query;
-          if (scoreMod || withMask || maskMod) {
-            // Rows are keys, columns queries.
+          auto positions = [&] {
+            if (key)
+              return;
             key = arith::AddIOp::create(b, loc, kb, row);
             query = arith::AddIOp::create(b, loc, qb, col);
-          }
+          };
+          if (scoreMod || maskMod)
+            positions();
           if (scoreMod)
             s = softmaxScore(b, loc, s, x[8], x[9], x[10], query, key);
           Value p = probability(b, loc, s, l, c);
           if (!withMask)
             return p;
+          positions();
           auto idx = [&](int64_t v) {
             return arith::ConstantIndexOp::create(b, loc, v).getResult();
           };
@@ -669,6 +752,13 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                       [&](OpBuilder &b, Location loc, ValueRange x) {
                         return scoreGradientBody(b, loc, x, /*keyRows=*/true);
                       });
+    // The gradients of the tensors the score_mod reads, where wanted.
+    if (!gradTensors.empty())
+      t.forEach(gradientOperands(pT, dpT, d, scaleValue, sT, blk.batch, h, q0,
+                                 kv0),
+                [&](OpBuilder &b, Location loc, ValueRange x) {
+                  accumulateReadGradients(b, loc, x, /*keyRows=*/true);
+                });
     Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
     Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
     if (!deterministic) {
@@ -723,6 +813,49 @@ static LogicalResult checkDifferentiable(Region &scoreMod) {
   return result;
 }
 
+/// The forward's extra tensors named in `names`, into `tensors`: each a
+/// float tensor the score_mod reads. Fails with an error at the attention
+/// that lists the ones there are.
+static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
+                                     ArrayRef<std::string> names,
+                                     SmallVector<Value> &tensors) {
+  Region &scoreMod = attention.getScoreMod();
+  auto readsIt = [&](Value tensor) {
+    if (scoreMod.empty())
+      return false;
+    bool found = false;
+    scoreMod.walk([&](memref::LoadOp load) {
+      found |= load.getMemRef() == tensor;
+    });
+    return found;
+  };
+  SmallVector<std::string> readable;
+  for (auto [i, extra] : llvm::enumerate(forward.getExtraArgs())) {
+    auto type = dyn_cast<MemRefType>(extra.getType());
+    if (type && isa<FloatType>(type.getElementType()) && readsIt(extra))
+      readable.push_back(forward.getExtraArgName(i).str());
+  }
+  for (const std::string &name : names) {
+    if (!llvm::is_contained(readable, name)) {
+      InFlightDiagnostic diag =
+          attention.emitError()
+          << "no gradient for '" << name
+          << "': the backward differentiates the float tensors the "
+             "score_mod reads, ";
+      if (readable.empty())
+        diag << "and it reads none";
+      else
+        diag << "which are: " << llvm::join(readable, ", ");
+      return diag;
+    }
+    for (auto [i, extra] : llvm::enumerate(forward.getExtraArgs()))
+      if (forward.getExtraArgName(i) == name &&
+          !llvm::is_contained(tensors, extra))
+        tensors.push_back(extra);
+  }
+  return success();
+}
+
 FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
                                               const BackwardOptions &options) {
   const BackwardPins &pins = options.pins;
@@ -745,6 +878,9 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
 
   BackwardBuilder builder(forward, attention);
   builder.deterministic = options.deterministic;
+  if (failed(findGradTensors(forward, attention, options.tensorGrads,
+                             builder.gradTensors)))
+    return failure();
   OpBuilder b(forward.getContext());
   b.setInsertionPointAfter(forward);
   const ArchInfo &arch = forward.getArch().getInfo();
@@ -853,6 +989,7 @@ struct AttnBuildBackwardPass
     }
     BackwardOptions options;
     options.deterministic = deterministic;
+    options.tensorGrads.assign(tensorGrads.begin(), tensorGrads.end());
     if (failed(buildBackwardFamily(kernels.front(), options)))
       return signalPassFailure();
     kernels.front().erase();

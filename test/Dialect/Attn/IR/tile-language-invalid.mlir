@@ -270,3 +270,69 @@ attn.kernel @load_vector_rank arch(#attn.arch<sm_120>) attributes {tensors = [#a
   // expected-error @below {{a vector of a (batch, heads, rows) tensor, got}}
   %y = attn.load_tile %x[%c0, %c0, %c0, %c0] : !t -> !attn.frag<64xf32, cols>
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!g = memref<?xf32, strided<[?]>>
+attn.kernel @for_each_into_an_input arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %slopes: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  attn.for_each %s, %h : !attn.frag<64x32xf32>, index {
+  ^bb0(%x: f32, %hh: index, %row: index, %col: index):
+    // expected-error @below {{adds into a memref that is not one of the kernel's extra tensors of role 'accumulate'}}
+    %old = memref.atomic_rmw addf %x, %slopes[%hh] : (f32, !g) -> f32
+    attn.yield
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!g = memref<?xf32, strided<[?]>>
+attn.kernel @for_each_reads_the_old_value arch(#attn.arch<sm_120>) attributes {arg_names = ["grad"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %grad: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  attn.for_each %s, %h : !attn.frag<64x32xf32>, index {
+  ^bb0(%x: f32, %hh: index, %row: index, %col: index):
+    // expected-error @below {{result (the old value) must be unused: other elements add to it concurrently}}
+    %old = memref.atomic_rmw addf %x, %grad[%hh] : (f32, !g) -> f32
+    %twice = arith.addf %old, %old : f32
+    attn.yield
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @for_each_yields arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{body must end in an attn.yield of nothing}}
+  attn.for_each %s : !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %row: index, %col: index):
+    attn.yield %x : f32
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!g = memref<?xf32, strided<[?]>>
+attn.kernel @map_adds arch(#attn.arch<sm_120>) attributes {arg_names = ["grad"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %grad: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %r = attn.map %s, %h : !attn.frag<64x32xf32>, index -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %hh: index, %row: index, %col: index):
+    // expected-error @below {{is not supported in a map hook}}
+    %old = memref.atomic_rmw addf %x, %grad[%hh] : (f32, !g) -> f32
+    attn.yield %x : f32
+  }
+}

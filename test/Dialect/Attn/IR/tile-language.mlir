@@ -65,3 +65,22 @@ attn.kernel @cols_vectors arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 
   }
   attn.store_frag %r -> %ds : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
 }
+
+// attn.for_each: a map's operands and body arguments, no result; its body
+// adds into the kernel's extra tensors of role accumulate.
+!g = memref<?x?xf32, strided<[?, ?]>>
+// CHECK-LABEL: attn.kernel @for_each
+// CHECK:         attn.for_each %{{.*}}, %{{.*}} : !attn.frag<64x32xf32>, index {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32, %[[H:.*]]: index, %[[R:.*]]: index, %[[C:.*]]: index):
+// CHECK-NEXT:      %{{.*}} = memref.atomic_rmw addf %[[X]], %{{.*}}[%[[H]], %[[C]]] : (f32, memref<?x?xf32, strided<[?, ?]>>) -> f32
+// CHECK-NEXT:      attn.yield
+attn.kernel @for_each arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = true>) attributes {arg_names = ["grad"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %grad: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  attn.for_each %s, %h : !attn.frag<64x32xf32>, index {
+  ^bb0(%x: f32, %hh: index, %row: index, %col: index):
+    %old = memref.atomic_rmw addf %x, %grad[%hh, %col] : (f32, !g) -> f32
+    attn.yield
+  }
+}

@@ -143,9 +143,13 @@ mlir::Value emitHook(mlir::OpBuilder &b, mlir::Region &hook,
 
 /// Checks the body of hook region `region` of `owner` (named `name` in
 /// errors): supported ops and types only, and no value from outside but the
-/// kernel's extra arguments. Emits the error at the offending op.
+/// kernel's extra arguments. With `accumulates` (attn.for_each), the body
+/// may also add f32 values into the kernel's extra tensors of role
+/// `accumulate` with memref.atomic_rmw addf. Emits the error at the
+/// offending op.
 mlir::LogicalResult verifyHookBody(mlir::Operation *owner,
-                                   mlir::Region &region, llvm::StringRef name);
+                                   mlir::Region &region, llvm::StringRef name,
+                                   bool accumulates = false);
 
 /// The largest window side (keys) and sequence length the kernels take. The
 /// kernel's index arithmetic is 32-bit and adds up to three such values (a

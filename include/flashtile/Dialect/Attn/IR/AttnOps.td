@@ -253,7 +253,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp",
-                 "BlockRangesOp", "EpilogueOp", "MapOp"]>]> {
+                 "BlockRangesOp", "EpilogueOp", "MapOp", "ForEachOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -883,6 +883,37 @@ def Attn_MapOp : Attn_Op<"map", [Pure]> {
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $operands attr-dict `:` qualified(type($operands)) `->` qualified(type($result)) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ForEachOp : Attn_Op<"for_each"> {
+  let summary = "Elementwise side effects over register tiles: atomic adds into accumulated tensors";
+  let description = [{
+    Runs the body on every element of its operands, as `attn.map` does
+    (the same operands, broadcasting and body arguments: one per operand,
+    then the element's row and column), for what the body writes: the body
+    may hold, besides what a hook may, `memref.atomic_rmw addf` of f32
+    values into the kernel's extra tensors of role `accumulate`, and yields
+    nothing. The backward adds the gradient of each tensor a score_mod
+    reads this way, at the indices the read used.
+
+    An add whose indices depend on no element (they come from scalar
+    operands only: a head's slope, a per-head temperature) is summed over
+    the thread's elements and the warp first, then added once per warp.
+
+    ```mlir
+    attn.for_each %g, %h : !attn.frag<64x64xf32>, index {
+    ^bb0(%x: f32, %head: index, %row: index, %col: index):
+      %old = memref.atomic_rmw addf %x, %dslopes[%head] : (f32, memref<?xf32, strided<[?]>>) -> f32
+      attn.yield
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$operands);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $operands attr-dict `:` qualified(type($operands)) $body
   }];
   let hasVerifier = 1;
 }

@@ -137,6 +137,13 @@ public:
   /// attn.map with the body left empty (its block has its arguments), for
   /// callers that trace the body themselves.
   MapOp createMap(mlir::ValueRange operands, FLASHTILE_CALLER);
+  /// The body of a for_each: a map's arguments; it emits its atomic adds
+  /// (memref.atomic_rmw addf into accumulate tensors) and returns nothing.
+  using ForEachBody = std::function<void(mlir::OpBuilder &, mlir::Location,
+                                         mlir::ValueRange)>;
+  /// attn.for_each over the operands' elements (a map's shapes).
+  void forEach(mlir::ValueRange operands, const ForEachBody &body,
+               FLASHTILE_CALLER);
   /// attn.reduce_rows ("max" or "sum").
   mlir::Value reduceRows(mlir::Value source, llvm::StringRef kind,
                          FLASHTILE_CALLER);

@@ -26,6 +26,7 @@
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 
 #include <optional>
+#include <string>
 
 namespace flashtile::attn {
 
@@ -44,6 +45,14 @@ struct BackwardOptions {
   /// (FlashAttention-2's algorithm) into dQ, so every run gives the same
   /// bits; there is no dq_accum workspace and no convert.
   bool deterministic = false;
+  /// Extra tensors of the forward (by argument name) whose gradient the
+  /// family computes: a table the score_mod reads (a learned bias, ALiBi
+  /// slopes, per-head temperatures). Each adds an f32 argument
+  /// `<name>_grad` of the tensor's rank, role accumulate (the caller
+  /// passes zeros, or a gradient to add to), after the forward's extra
+  /// arguments; the main kernel adds seed * ∂f/∂read at each read's
+  /// indices (attn.for_each).
+  llvm::SmallVector<std::string> tensorGrads;
 };
 
 /// Appends the backward family of `forward` (a kernel-level attn.kernel) to

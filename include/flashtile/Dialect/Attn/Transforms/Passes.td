@@ -70,14 +70,20 @@ def AttnBuildBackward : Pass<"attn-build-backward", "::mlir::ModuleOp"> {
     barriers and bytes come from the passes that follow, as for any tile
     program. `flashtile-compile --direction=bwd` runs the same builder.
     With `deterministic`, the last kernel is the query-parallel dQ kernel
-    instead of the atomics and the convert.
+    instead of the atomics and the convert. `tensor-grads` names extra
+    tensors the score_mod reads whose gradients the main kernel adds into
+    `<name>_grad` arguments (role accumulate).
   }];
   let options = [
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
-           "dQ by a kernel of its own, without atomics">
+           "dQ by a kernel of its own, without atomics">,
+    ListOption<"tensorGrads", "tensor-grads", "std::string",
+               "extra tensors (by name) whose gradients the family adds "
+               "into <name>_grad arguments">
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def AttnPipelineCopies : Pass<"attn-pipeline-copies", "::flashtile::attn::KernelOp"> {
