@@ -236,12 +236,14 @@ struct BackwardBuilder {
     return {p, dp, d, scaleValue, s, batch, head, q0, kv0};
   }
 
-  /// The map body of dS over gradientOperands and the element's (row,
-  /// col); `keyRows`: the tile is transposed (rows are keys).
-  Value scoreGradientBody(OpBuilder &b, Location loc, ValueRange x,
-                          bool keyRows) {
-    if (!scoreMod)
-      return scoreGradient(b, loc, x);
+  /// The score_mod differentiated at one element: `x` is
+  /// gradientOperands' elements, then the element's (row, col); the seed
+  /// is dS' = P (dP - D), the gradient of the score the softmax saw.
+  /// `keyRows`: the tile is transposed (rows are keys). Reads of the
+  /// tensors `differentiated` holds for get adjoints.
+  ScoreModGradient
+  differentiateAt(OpBuilder &b, Location loc, ValueRange x, bool keyRows,
+                  function_ref<bool(Value)> differentiated = nullptr) {
     Value p = x[0], scaleValue = x[3], row = x[9], col = x[10];
     Value seed = arith::MulFOp::create(
         b, loc, p, arith::SubFOp::create(b, loc, x[1], x[2]));
@@ -250,14 +252,29 @@ struct BackwardBuilder {
     Value scaled = arith::MulFOp::create(b, loc, x[4], scaleValue);
     FailureOr<ScoreModGradient> gradient =
         differentiateScoreMod(b, *scoreMod, {scaled, x[5], x[6], query, key},
-                              seed, /*differentiated=*/nullptr, &outside);
+                              seed, differentiated, &outside);
     assert(succeeded(gradient) && "checked by checkDifferentiable");
-    Value ds = arith::MulFOp::create(b, loc, gradient->scoreAdjoint,
-                                     scaleValue);
+    return *gradient;
+  }
+
+  /// 0 where P is 0 (a masked or dropped entry: no gradient, whatever the
+  /// hook's derivative is there), else `v`.
+  static Value zeroWhereNoP(OpBuilder &b, Location loc, Value p, Value v) {
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
     Value dropped =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
-    return arith::SelectOp::create(b, loc, dropped, zero, ds);
+    return arith::SelectOp::create(b, loc, dropped, zero, v);
+  }
+
+  /// The map body of dS over gradientOperands and the element's (row,
+  /// col): dS' f'(scale s) scale with a score_mod.
+  Value scoreGradientBody(OpBuilder &b, Location loc, ValueRange x,
+                          bool keyRows) {
+    if (!scoreMod)
+      return scoreGradient(b, loc, x);
+    ScoreModGradient gradient = differentiateAt(b, loc, x, keyRows);
+    Value ds = arith::MulFOp::create(b, loc, gradient.scoreAdjoint, x[3]);
+    return zeroWhereNoP(b, loc, x[0], ds);
   }
 
   /// Whether dQ has its own query-parallel kernel (no atomics: the same
@@ -390,27 +407,14 @@ struct BackwardBuilder {
   /// score the softmax saw). Nothing where P = 0.
   void accumulateReadGradients(OpBuilder &b, Location loc, ValueRange x,
                                bool keyRows) {
-    Value p = x[0], scaleValue = x[3], row = x[9], col = x[10];
-    Value seed = arith::MulFOp::create(
-        b, loc, p, arith::SubFOp::create(b, loc, x[1], x[2]));
-    Value query = arith::AddIOp::create(b, loc, x[7], keyRows ? col : row);
-    Value key = arith::AddIOp::create(b, loc, x[8], keyRows ? row : col);
-    Value scaled = arith::MulFOp::create(b, loc, x[4], scaleValue);
-    FailureOr<ScoreModGradient> gradient = differentiateScoreMod(
-        b, *scoreMod, {scaled, x[5], x[6], query, key}, seed,
-        [&](Value tensor) { return gradArgs.contains(tensor); }, &outside);
-    assert(succeeded(gradient) && "checked by checkDifferentiable");
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value dropped =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, p, zero);
-    for (TensorReadAdjoint &read : gradient->reads) {
-      Value adjoint =
-          arith::SelectOp::create(b, loc, dropped, zero, read.adjoint);
+    ScoreModGradient gradient = differentiateAt(
+        b, loc, x, keyRows,
+        [&](Value tensor) { return gradArgs.contains(tensor); });
+    for (TensorReadAdjoint &read : gradient.reads)
       memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
-                                  adjoint,
+                                  zeroWhereNoP(b, loc, x[0], read.adjoint),
                                   gradArgs.lookup(read.read.getMemRef()),
                                   read.read.getIndices());
-    }
   }
 
   /// The kernel's tensor `name`.
