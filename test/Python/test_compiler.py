@@ -174,6 +174,39 @@ class CacheTest(unittest.TestCase):
         self.assertIn("direction must be 'fwd' or 'bwd', got 'backward'",
                       str(e.exception))
 
+    def test_backward_tensor_grads(self):
+        # The gradient of a captured tensor the score_mod reads: an f32
+        # <name>_grad argument of role accumulate in the plan, which the
+        # runtime requires (it is added to, never allocated), shaped like
+        # nothing in particular (any sizes and strides).
+        from flashtile import runtime
+        slopes = flashtile.TensorSpec("torch.float32", 1)
+
+        def alibi(score, b, h, q_idx, kv_idx):
+            return score + slopes[h] * (kv_idx - q_idx)
+        forward = self.build(score_mod=alibi)
+        backward = forward.backward(tensor_grads=("slopes",), verbose=False)
+        roles = {a["name"]: (a.get("role"), a.get("dtype"))
+                 for a in backward.metadata["arguments"]}
+        self.assertEqual(roles["slopes"], ("input", "f32"))
+        self.assertEqual(roles["slopes_grad"], ("accumulate", "f32"))
+        self.assertIn("red.global.add.f32", backward.ptx.replace(
+            "atom.global.add.f32", "red.global.add.f32"))
+        self.assertIn("shfl.sync.bfly", backward.ptx)
+        self.assertEqual(backward.spec.tensor_grads, ("slopes",))
+        self.assertEqual(
+            ftc.KernelRequest.from_spec(backward.spec).manifest_entry[
+                "tensor_grads"], ["slopes"])
+        names = [a["name"] for a in runtime.load(
+            backward.plan_path).arguments]
+        self.assertEqual(names[-3:], ["slopes", "slopes_grad",
+                                      "softmax_scale"])
+        # A tensor the score_mod does not read, or a scalar, is refused.
+        with self.assertRaises(FlashTileError) as e:
+            forward.backward(tensor_grads=("bias",), verbose=False)
+        self.assertIn("no gradient for 'bias'", str(e.exception))
+        self.assertIn("which are: slopes", str(e.exception))
+
     def test_paged_kv(self):
         # Paged KV is its own kernel: a block_table argument after the
         # hooks' captures, K and V shaped as page pools, seqlen_k the
