@@ -13,10 +13,13 @@ What a layer passes is honoured or refused, never ignored:
   softcap * tanh(score / softcap), the cap a run-time scalar (one kernel
   for every cap);
 * `s_aux` (gpt-oss) are attention sinks;
-* `attention_mask`, a 4-d (B, 1, Sq, Sk) mask (bool, or additive with 0
-  for kept and a large negative value for dropped keys), is a mask_mod
-  that reads it: padding and packed documents stay exact. transformers
-  passes None where the mask is causal alone, which needs no mask_mod;
+* `attention_mask`, a 4-d (B or 1, 1, Sq, Sk or more) mask: a bool one is
+  a mask_mod that reads it (padding and packed documents stay exact, and
+  the forward skips the tiles it drops); an additive float one is added to
+  the scores by a score_mod, as eager attention adds it (any bias it
+  holds is honoured; a row it masks whole averages V, as eager's softmax
+  does). transformers passes None where the mask is causal alone, which
+  needs neither;
 * dropout in training is refused (FlashTile has no attention dropout).
 
 Gradients flow through flashtile.attention's backward (the compiler-built
@@ -35,6 +38,8 @@ NAME = "flashtile"
 
 MASK = "mask"
 mask = None  # int32 (B, 1, Sq, Sk): bound per call
+BIAS = "bias"
+bias = None  # float32 (B, 1, Sq, Sk): bound per call
 SOFTCAP = "softcap"
 softcap = _hooks.scalar(1.0, name="softcap")  # f32: bound per call
 
@@ -45,6 +50,20 @@ def padding_mask(b, h, q_idx, kv_idx):
 
 def softcapped(score, b, h, q_idx, kv_idx):
     return softcap * _hooks.tanh(score / softcap)
+
+
+def biased(score, b, h, q_idx, kv_idx):
+    return score + bias[b, 0, q_idx, kv_idx]
+
+
+def softcapped_biased(score, b, h, q_idx, kv_idx):
+    """Gemma-2's order: the cap, then the additive mask."""
+    return softcap * _hooks.tanh(score / softcap) + bias[b, 0, q_idx, kv_idx]
+
+
+# The score_mod of (softcap given, additive mask given).
+_SCORE_MODS = {(False, False): None, (True, False): softcapped,
+               (False, True): biased, (True, True): softcapped_biased}
 
 
 def attention_forward(module, query, key, value, attention_mask,
@@ -66,22 +85,29 @@ def attention_forward(module, query, key, value, attention_mask,
         w = int(sliding_window)
         window = (w - 1, 0 if causal else w - 1)
     bindings = {}
-    mask_mod = score_mod = None
+    mask_mod = None
+    additive = False
     if attention_mask is not None:
-        if attention_mask.dim() != 4 or attention_mask.shape[1] != 1:
-            raise FlashTileError(
-                f"attention_mask must be a 4-d (batch, 1, seqlen_q, "
-                f"seqlen_k) mask, got {tuple(attention_mask.shape)}")
-        keep = attention_mask
-        if keep.dtype != torch.bool:  # additive: 0 kept, min dropped
-            keep = keep > torch.finfo(keep.dtype).min / 2
         B, Sq, Sk = query.shape[0], query.shape[2], key.shape[2]
-        bindings[MASK] = keep.to(torch.int32).expand(B, 1, Sq, Sk)
-        mask_mod = padding_mask
+        shape = tuple(attention_mask.shape)
+        if (attention_mask.dim() != 4 or shape[0] not in (1, B) or
+                shape[1] != 1 or shape[2] != Sq or shape[3] < Sk):
+            raise FlashTileError(
+                f"attention_mask must be a ({B} or 1, 1, {Sq}, >= {Sk}) "
+                f"mask for query {tuple(query.shape)} and key "
+                f"{tuple(key.shape)}, got {shape}")
+        # A static cache's mask covers more keys than the call has.
+        m = attention_mask[..., :Sk].expand(B, 1, Sq, Sk)
+        if m.dtype == torch.bool:
+            bindings[MASK] = m.to(torch.int32)
+            mask_mod = padding_mask
+        else:
+            bindings[BIAS] = m.to(torch.float32)
+            additive = True
     if softcap:
         # A Scalar, so that the trace takes it as a run-time argument.
         bindings[SOFTCAP] = _hooks.scalar(float(softcap), name=SOFTCAP)
-        score_mod = softcapped
+    score_mod = _SCORE_MODS[(bool(softcap), additive)]
     sinks = None if s_aux is None else s_aux.float()
     compiled, _, args, kw = _prepare(
         query, key, value, causal, window, scaling, score_mod, mask_mod,

@@ -399,15 +399,15 @@ class HfTest(StandInTest):
 
     def test_padding_mask_and_its_gradients(self):
         # A left-padded batch: row 0 keeps every key, row 1 drops its first
-        # 5 (an additive mask, as eager builds it, causal included).
+        # 5 (a bool mask, causal included, over a longer static cache).
         B, Hq, Hkv, S, D = 2, 4, 2, 16, 16
         q, k, v = (self.rand(B, Hq, S, D), self.rand(B, Hkv, S, D),
                    self.rand(B, Hkv, S, D))
         keep = torch.ones(B, 1, S, S, dtype=torch.bool).tril()
         keep[1, :, :, :5] = False
-        additive = torch.zeros(B, 1, S, S).masked_fill(
-            ~keep, torch.finfo(torch.float32).min)
-        out = self.run_hf(q, k, v, additive, scaling=0.25)
+        longer = torch.cat([keep, torch.zeros(B, 1, S, 3, dtype=torch.bool)],
+                           -1)
+        out = self.run_hf(q, k, v, longer, scaling=0.25)
         self.assertEqual(out.shape, (B, S, Hq, D))  # (B, Sq, Hq, Dv)
         do = self.rand(B, S, Hq, D, grad=False)
         out.backward(do)
@@ -422,6 +422,28 @@ class HfTest(StandInTest):
         # The mask reached both plans as an int32 tensor.
         self.assertEqual(self.record.backward_calls[-1]["mask"].dtype,
                          torch.int32)
+
+    def test_additive_mask_is_added(self):
+        # An additive float mask with a bias in it is added to the scores,
+        # after the softcap, as eager attention does.
+        B, H, S, D = 1, 2, 12, 16
+        q, k, v = (self.rand(B, H, S, D), self.rand(B, H, S, D),
+                   self.rand(B, H, S, D))
+        bias = torch.randn(B, 1, S, S, generator=self.gen).masked_fill(
+            ~torch.ones(S, S, dtype=torch.bool).tril(),
+            torch.finfo(torch.float32).min)
+        out = self.run_hf(q, k, v, bias, softcap=20.0)
+        do = self.rand(B, S, H, D, grad=False)
+        out.backward(do)
+        inputs = [x.detach().double().requires_grad_() for x in (q, k, v)]
+        ref, _ = ftgpu.reference.attention(
+            *inputs, causal=True,
+            score_mod=lambda s, b, h, i, j: 20 * torch.tanh(s / 20) +
+            bias.double()[b, 0, i, j])
+        grads = torch.autograd.grad(ref, inputs, do.double().transpose(1, 2))
+        self.assertLess(rel(out.transpose(1, 2), ref), 2e-2)
+        for x, g in zip((q, k, v), grads):
+            self.assertLess(rel(x.grad, g), 2e-2)
 
     def test_softcap_is_a_runtime_scalar(self):
         q, k, v = (self.rand(1, 2, 12, 16), self.rand(1, 2, 12, 16),
@@ -448,7 +470,8 @@ class HfTest(StandInTest):
         self.assertIn("no attention dropout", str(e.exception))
         with self.assertRaises(FlashTileError) as e:
             self.run_hf(q, k, v, torch.ones(12, 12, dtype=torch.bool))
-        self.assertIn("4-d (batch, 1, seqlen_q, seqlen_k)", str(e.exception))
+        self.assertIn("attention_mask must be a (1 or 1, 1, 12, >= 12) mask",
+                      str(e.exception))
 
 
 if __name__ == "__main__":

@@ -1457,8 +1457,13 @@ LogicalResult ForEachOp::verify() {
       verifyElementwiseOperands(*this, getOperands(), "a for_each");
   if (failed(shape))
     return failure();
-  if (shape->size() == 2 &&
-      failed(verifyAccumulatorShape(
+  // A rows vector's value of a row is held by every thread of the row's
+  // quad: each would add it again.
+  if (shape->size() != 2)
+    return emitOpError() << "needs a rank-2 fragment operand: a rows "
+                            "vector's values are held four times over, so "
+                            "their adds would count four times";
+  if (failed(verifyAccumulatorShape(
           *this, "the elements' shape",
           FragType::get(getContext(), *shape,
                         Float32Type::get(getContext())))))

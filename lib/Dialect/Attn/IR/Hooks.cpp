@@ -107,6 +107,19 @@ void attn::readKernelArgsThroughKernelArgOps(Region &hook, KernelOp kernel) {
   });
 }
 
+/// The role of extra argument `memref` of `kernel` (directly, or through
+/// an attn.kernel_arg), or "" when it is not one.
+static StringRef getExtraArgRoleOf(KernelOp kernel, Value memref) {
+  int64_t extra = -1;
+  if (auto arg = memref.getDefiningOp<KernelArgOp>())
+    extra = arg.getIndex();
+  else
+    extra = kernel.getExtraArgIndex(memref);
+  if (extra < 0 || extra >= static_cast<int64_t>(kernel.getExtraArgs().size()))
+    return "";
+  return kernel.getExtraArgRole(extra);
+}
+
 /// An atomic add of an attn.for_each body: f32 addf into an extra tensor
 /// of role `accumulate`, one index per dimension.
 static LogicalResult verifyAccumulation(memref::AtomicRMWOp op,
@@ -117,13 +130,7 @@ static LogicalResult verifyAccumulation(memref::AtomicRMWOp op,
   if (!op.getResult().use_empty())
     return op.emitOpError() << "result (the old value) must be unused: "
                                "other elements add to it concurrently";
-  Value memref = op.getMemref();
-  int64_t extra = -1;
-  if (auto arg = memref.getDefiningOp<KernelArgOp>())
-    extra = arg.getIndex();
-  else if (kernel)
-    extra = kernel.getExtraArgIndex(memref);
-  if (extra < 0 || kernel.getExtraArgRole(extra) != "accumulate")
+  if (!kernel || getExtraArgRoleOf(kernel, op.getMemref()) != "accumulate")
     return op.emitOpError()
            << "adds into a memref that is not one of the kernel's extra "
               "tensors of role 'accumulate'";
@@ -168,6 +175,11 @@ LogicalResult attn::verifyHookBody(Operation *owner, Region &region,
         return op.emitOpError()
                << "reads a memref that is not one of the kernel's extra "
                   "tensor arguments; hooks may load only from those";
+      // Hook reads are invariant loads: never of what the kernel adds to.
+      if (kernel && getExtraArgRoleOf(kernel, memref) == "accumulate")
+        return op.emitOpError()
+               << "reads an extra tensor of role 'accumulate', which the "
+                  "kernel adds to; hooks read only its inputs";
     }
   }
   return success();

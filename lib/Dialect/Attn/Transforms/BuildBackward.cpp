@@ -717,8 +717,12 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           if (scoreMod)
             s = softmaxScore(b, loc, s, x[8], x[9], x[10], query, key);
           Value p = probability(b, loc, s, l, c);
+          // A row that sees a key has a finite LSE, unless a score_mod
+          // sent all its scores to -inf (masking by score): then the
+          // unmasked steps need the -inf test too (exp2(-inf + inf) is
+          // NaN).
           if (!withMask)
-            return p;
+            return scoreMod ? zeroWhere(b, loc, keptNoKey(b, loc, l), p) : p;
           positions();
           auto idx = [&](int64_t v) {
             return arith::ConstantIndexOp::create(b, loc, v).getResult();
@@ -885,6 +889,11 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   if (failed(findGradTensors(forward, attention, options.tensorGrads,
                              builder.gradTensors)))
     return failure();
+  if (options.deterministic && !builder.gradTensors.empty())
+    return attention.emitError()
+           << "the gradients of captured tensors are added with f32 atomics "
+              "in any order, so they are not the same bits every run: drop "
+              "deterministic or the tensor gradients";
   OpBuilder b(forward.getContext());
   b.setInsertionPointAfter(forward);
   const ArchInfo &arch = forward.getArch().getInfo();

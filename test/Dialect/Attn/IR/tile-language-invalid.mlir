@@ -336,3 +336,38 @@ attn.kernel @map_adds arch(#attn.arch<sm_120>) attributes {arg_names = ["grad"],
     attn.yield %x : f32
   }
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!g = memref<?xf32, strided<[?]>>
+attn.kernel @for_each_rows arch(#attn.arch<sm_120>) attributes {arg_names = ["grad"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %grad: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 1.0 : f32} : !attn.frag<64xf32>
+  // expected-error @below {{needs a rank-2 fragment operand: a rows vector's values are held four times over, so their adds would count four times}}
+  attn.for_each %r, %h : !attn.frag<64xf32>, index {
+  ^bb0(%x: f32, %hh: index, %row: index):
+    %old = memref.atomic_rmw addf %x, %grad[%hh] : (f32, !g) -> f32
+    attn.yield
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!g = memref<?xf32, strided<[?]>>
+attn.kernel @map_reads_an_accumulated_tensor arch(#attn.arch<sm_120>) attributes {arg_names = ["grad"], arg_roles = ["accumulate"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %grad: !g):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %s = attn.splat {value = 1.0 : f32} : !attn.frag<64x32xf32>
+  %r = attn.map %s, %h : !attn.frag<64x32xf32>, index -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %hh: index, %row: index, %col: index):
+    // expected-error @below {{reads an extra tensor of role 'accumulate', which the kernel adds to; hooks read only its inputs}}
+    %g0 = memref.load %grad[%hh] : !g
+    %y = arith.addf %x, %g0 : f32
+    attn.yield %y : f32
+  }
+}
