@@ -137,5 +137,8 @@ class TorchOp:
 
 def torch_op(compiled, backward=True, deterministic=None):
     """The torch op of a CompiledKernel (flashtile.compile), with its
-    backward family compiled now (backward=False: inference only)."""
+    backward family compiled now (backward=False: inference only).
+    deterministic=None reads torch.are_deterministic_algorithms_enabled()
+    now, when the op is made (its backward plan is fixed then), not at
+    each call as flashtile.attention does."""
     return TorchOp(compiled, backward, deterministic)
