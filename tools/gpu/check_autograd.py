@@ -70,13 +70,17 @@ GRAD_CASES = [
 ]
 
 
-def poison():
-    """Fills the caching allocator's free memory with NaN, so that a
-    gradient the backward leaves unwritten shows."""
-    free = torch.cuda.mem_get_info()[0]
-    block = torch.full((min(free // 8, 1 << 28),), float("nan"),
-                       device=DEV)
-    del block
+def poison(*like):
+    """Leaves NaN-filled blocks of the sizes of `like` (and f32 twins) in
+    torch's caching allocator, which hands them to the next allocations of
+    those sizes (the gradients the runtime allocates), so that an entry
+    the backward leaves unwritten shows."""
+    blocks = []
+    for x in like:
+        for dtype in (x.dtype, torch.float32):
+            blocks += [torch.full(x.shape, float("nan"), dtype=dtype,
+                                  device=DEV) for _ in range(2)]
+    del blocks
 
 
 def rand(gen, shape, dtype):
@@ -132,7 +136,7 @@ def run_grads():
             sinks=sinks)
         H.SLOPES, H.BIAS = slopes, bias
         theirs = list(same_precision(q, k, v, do, scale, causal, fn))
-        poison()
+        poison(q, k, v)
         out = flashtile.attention(q, k, v, causal=causal, score_mod=fn,
                                   sinks=sinks, arch=ARCH)
         out.backward(do)
@@ -193,7 +197,7 @@ def run_tensor_grads():
                                            score_mod=fn)
         refs = torch.autograd.grad(ref, inputs + [twin], do.double().cpu())
         setattr(H, name, table.to(DEV).requires_grad_())
-        poison()
+        poison(q, k, v)
         flashtile.attention(q, k, v, causal=causal, score_mod=fn,
                             arch=ARCH).backward(do)
         torch.cuda.synchronize()
@@ -239,7 +243,7 @@ def run_masks():
         *(x.detach().transpose(1, 2) for x in (q, k, v)), do.transpose(1, 2),
         d ** -0.5, causal=True, mask_mod=H.document)
     H.DOC = H.DOC.to(DEV)
-    poison()
+    poison(q, k, v)
     flashtile.attention(q, k, v, causal=True, mask_mod=H.document,
                         arch=ARCH).backward(do)
     errs = [rel_err(x.grad.transpose(1, 2).cpu(), ref)
@@ -260,7 +264,7 @@ def run_masks():
         do = rand(gen, (tq, Hq, d), dtype)
         cu_q = torch.tensor([0] + lens_q, device=DEV).cumsum(0).to(torch.int32)
         cu_k = torch.tensor([0] + lens_k, device=DEV).cumsum(0).to(torch.int32)
-        poison()
+        poison(q, k, v)
         out = flashtile.varlen(q, k, v, cu_q, cu_k, causal=causal, arch=ARCH)
         out.backward(do)
         refs = [[], [], []]
