@@ -79,24 +79,13 @@ def run_backward(kernel, q, k, v, o, lse, grad_out, scale, extras,
         g.to(extras[name].dtype) for name, g in zip(tensor_grads, grads))
 
 
-def sink_gradient(sinks, out, lse, grad_out):
-    """The sink logits' gradient, (Hq,) f32: the sink takes the share
-    exp(sink_h - LSE_i) of row i's softmax and contributes no value, so
-    d sink_h = -sum over rows of exp(sink_h - LSE_i) D_i, with
-    D_i = rowsum(dO * O)_i (out, grad_out (B, S, H, Dv); lse (B, H, S))."""
-    d = (grad_out.float() * out.float()).sum(-1).transpose(1, 2)
-    share = torch.exp(sinks.float().view(1, -1, 1) - lse)
-    return -(share * d).sum((0, 2)).to(sinks.dtype)
-
-
-def tensors_wanting_grad(kwargs, sinks=None):
-    """The names of the captured tensors that require grad (the sinks,
-    whose gradient Attention computes itself, aside): the backward family
-    derives their gradients from the score_mod, or refuses at its
-    compile, with the reason raised at backward."""
+def tensors_wanting_grad(kwargs):
+    """The names of the captured tensors that require grad (a learned bias,
+    slopes, the sink logits): the backward family derives their gradients
+    from the score_mod and the sink hook, or refuses at its compile, with
+    the reason raised at backward."""
     return tuple(name for name, value in kwargs.items()
-                 if value is not sinks and
-                 getattr(value, "requires_grad", False))
+                 if getattr(value, "requires_grad", False))
 
 
 def check_captures(kwargs):
@@ -112,14 +101,14 @@ def check_captures(kwargs):
 class Attention(torch.autograd.Function):
     """flashtile.attention's forward with its backward: (B, S, H, D) views
     in, (out (B, Sq, Hq, Dv), lse (B, Hq, Sq)) out. `extras` are the
-    hooks' arguments by name (the same for the backward); `sinks`, the
-    sink logits or None, gets its gradient too."""
+    hooks' arguments by name (the same for the backward); `tensors`, the
+    captured tensors named in `tensor_grads`, get their gradients too."""
 
     @staticmethod
-    def forward(ctx, q, k, v, sinks, launch, backward, scale, extras,
-                tensor_grads, *tensors):
+    def forward(ctx, q, k, v, launch, backward, scale, extras, tensor_grads,
+                *tensors):
         out, lse = launch()
-        ctx.save_for_backward(q, k, v, out, lse, sinks)
+        ctx.save_for_backward(q, k, v, out, lse)
         ctx.backward_kernel = backward
         ctx.scale = scale
         ctx.extras = extras
@@ -132,14 +121,10 @@ class Attention(torch.autograd.Function):
         kernel, why = ctx.backward_kernel
         if kernel is None:
             raise no_backward(why)
-        q, k, v, out, lse, sinks = ctx.saved_tensors
+        q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv, *dtensors = run_backward(
             kernel, q, k, v, out, lse, grad_out, ctx.scale, ctx.extras,
             ctx.tensor_grads)
-        dsinks = None
-        if sinks is not None and ctx.needs_input_grad[3]:
-            dsinks = sink_gradient(sinks, out, lse, grad_out)
-        return (dq, dk, dv, dsinks, None, None, None, None, None,
-                *dtensors)
+        return (dq, dk, dv, None, None, None, None, None, *dtensors)
 
 

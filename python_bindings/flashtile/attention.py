@@ -160,20 +160,21 @@ def _prepare(q, k, v, causal, window, scale, score_mod, mask_mod, sinks,
 
 
 def _run(compiled, args, kwargs, scale, launch, deterministic=None,
-         unsupported=None, sinks=None):
+         unsupported=None):
     """Runs `launch` (the forward's launch, returning (out, lse)) where no
     gradient is wanted; otherwise through the autograd Function of
-    _autograd.py, with the backward family of `compiled`, or with
-    `unsupported` as the reason there is none (raised at backward).
-    `sinks`: the sink logits, whose gradient the Function computes."""
+    _autograd.py, with the backward family of `compiled` (and the
+    gradients of the captured tensors that require grad: the sinks, a
+    learned bias), or with `unsupported` as the reason there is none
+    (raised at backward)."""
     q, k, v = args
     if not any(getattr(t, "requires_grad", False)
-               for t in (q, k, v, sinks, *kwargs.values())):
+               for t in (q, k, v, *kwargs.values())):
         return launch()
     from . import _autograd
     if not _autograd.torch.is_grad_enabled():
         return launch()
-    tensor_grads = _autograd.tensors_wanting_grad(kwargs, sinks)
+    tensor_grads = _autograd.tensors_wanting_grad(kwargs)
     if unsupported is not None:
         backward = (None, unsupported)
     else:
@@ -183,9 +184,8 @@ def _run(compiled, args, kwargs, scale, launch, deterministic=None,
     extras = {name: value for name, value in kwargs.items()
               if name != "softmax_scale"}
     return _autograd.Attention.apply(
-        q, k, v, sinks, launch, backward,
-        -1.0 if scale is None else float(scale), extras, tensor_grads,
-        *(kwargs[name] for name in tensor_grads))
+        q, k, v, launch, backward, -1.0 if scale is None else float(scale),
+        extras, tensor_grads, *(kwargs[name] for name in tensor_grads))
 
 
 class BlockMask:
@@ -233,7 +233,8 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     the score_mod reads that requires grad (a learned bias table, ALiBi
     slopes: added with f32 atomics in the main kernel); a mask_mod is
     evaluated at every entry of the tiles the window allows (its block
-    sparsity is not reused yet); the sinks get their gradient. `deterministic=True`
+    sparsity is not reused yet); the sinks get their gradient (the
+    preprocess kernel adds -sum_i exp(sink - LSE_i) D_i per head). `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""
@@ -251,8 +252,7 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     else:
         kernel = compiled.runtime_kernel()
     out, lse = _run(compiled, args, kwargs, scale,
-                    lambda: kernel(*args, **kwargs), deterministic,
-                    sinks=sinks)
+                    lambda: kernel(*args, **kwargs), deterministic)
     out = out.transpose(1, 2)
     return (out, lse) if return_lse else out
 
@@ -462,6 +462,5 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
         family="prefill", layout="bshd", bindings=bindings)
     kernel = compiled.runtime_kernel()
     out, lse = _run(compiled, args, kwargs, softmax_scale,
-                    lambda: kernel(*args, **kwargs), deterministic,
-                    sinks=sinks)
+                    lambda: kernel(*args, **kwargs), deterministic)
     return (out[0], lse[0]) if return_softmax_lse else out[0]

@@ -113,8 +113,7 @@ def attention_forward(module, query, key, value, attention_mask,
         query, key, value, causal, window, scaling, score_mod, mask_mod,
         sinks, arch, isa, bindings=bindings or None)
     kernel = compiled.runtime_kernel()
-    out, _ = _run(compiled, args, kw, scaling, lambda: kernel(*args, **kw),
-                  sinks=sinks)
+    out, _ = _run(compiled, args, kw, scaling, lambda: kernel(*args, **kw))
     return out, None
 
 

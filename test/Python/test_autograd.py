@@ -143,8 +143,15 @@ class Backward:
             seed = p * (dp - d)
             for name, leaf in leaves.items():
                 (g,) = torch.autograd.grad((s * seed).sum(), leaf,
-                                           retain_graph=True)
-                kwargs[name + "_grad"].add_(g.float())
+                                           retain_graph=True,
+                                           allow_unused=True)
+                if g is not None:
+                    kwargs[name + "_grad"].add_(g.float())
+                if name == "sinks":  # what the preprocess kernel adds
+                    share = torch.exp(leaf.detach().view(1, -1, 1) -
+                                      lse.double())
+                    kwargs[name + "_grad"].add_(
+                        -(share * d[..., 0]).sum((0, 2)).float())
         ds = seed * fprime * scale
         dq = ds @ ke
         dk = (ds.transpose(-1, -2) @ qd).view(B, -1, group, Sk, qd.shape[-1])
@@ -308,11 +315,13 @@ class AutogradTest(StandInTest):
 
     def test_sinks_get_their_gradient(self):
         # The kernels' dQ, dK, dV from the LSE that counts the sink, and
-        # the sinks' own gradient from _autograd.sink_gradient.
+        # the sinks' own gradient from the plan's sinks_grad (tensor_grads).
         q, k, v = (self.rand(2, 4, 19, 16), self.rand(2, 2, 19, 16),
                    self.rand(2, 2, 19, 16))
         sinks = torch.randn(4, generator=self.gen).requires_grad_()
         self.check(q, k, v, sinks=sinks, causal=True)
+        bwd = [s for s in self.record.specs if s.direction == "bwd"]
+        self.assertEqual(bwd[-1].tensor_grads, ("sinks",))
         # Only the sinks want a gradient: the Function still runs.
         q2, k2, v2 = (x.detach() for x in (q, k, v))
         sinks.grad = None

@@ -246,8 +246,11 @@ attn::differentiateScoreMod(OpBuilder &b, Region &scoreMod, ValueRange args,
   map.map(body.getArguments(), args);
   Location loc = scoreMod.getParentOp()->getLoc();
   Adjoints a(b, loc);
+  // The score is the first argument of a score_mod; a hook without one
+  // (a sink, of (batch, head)) has only its reads to differentiate.
   Value score = args.front();
-  a.active.insert(score);
+  if (isa<FloatType>(score.getType()))
+    a.active.insert(score);
 
   // Forward: the region's ops, cloned in order; an op's results are active
   // when one of its float operands is or it reads a differentiated tensor.

@@ -423,6 +423,22 @@ struct BackwardBuilder {
   }
 
   void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM);
+  /// Whether hook region `hook` reads a differentiated tensor.
+  bool readsGradients(Region &hook) {
+    bool reads = false;
+    if (!hook.empty())
+      hook.walk([&](memref::LoadOp load) {
+        reads |= llvm::is_contained(gradTensors, load.getMemRef());
+      });
+    return reads;
+  }
+  bool sinkReadsGradients() { return readsGradients(attention.getSink()); }
+  bool scoreModReadsGradients() {
+    return readsGradients(attention.getScoreMod());
+  }
+  void accumulateSinkGradients(OpBuilder &b, TileBuilder &t, KernelOp kernel,
+                               const TileBuilder::Block &blk, Value product,
+                               Value row0, int64_t tileM);
   void buildMain(OpBuilder &b, KernelOp kernel, const BackwardShape &shape);
   void buildConvert(OpBuilder &b, KernelOp kernel, int64_t tileM);
   void buildDQ(OpBuilder &b, KernelOp kernel, const DQShape &shape);
@@ -433,6 +449,7 @@ struct BackwardBuilder {
 void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
                                       int64_t tileM) {
   b.setInsertionPointToStart(&kernel.getBodyBlock());
+  useExtrasOf(kernel);
   TileBuilder t(b, loc, kernel);
   TileBuilder::Block blk = t.blockContext();
   Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
@@ -446,6 +463,46 @@ void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
   });
   Value d = t.reduceRows(product, "sum");
   t.storeTile(d, arg(kernel, "d"), {blk.batch, blk.head, row});
+  if (sinkReadsGradients())
+    accumulateSinkGradients(b, t, kernel, blk, product, row, tileM);
+}
+
+/// The gradients of what the sink hook reads (the sink logits). The sink
+/// s_h takes the share exp(s_h - LSE_i) of row i's softmax and adds no
+/// value, so dL/ds_h = -sum_i exp(s_h - LSE_i) D_i, D_i = rowsum(dO O)_i:
+/// per element of the dO O tile, -exp(s_h - LSE_row) dO O, chained
+/// through the hook to its reads (the head's entry: summed per warp, one
+/// atomic). Rows past seqlen_q add nothing.
+void BackwardBuilder::accumulateSinkGradients(OpBuilder &b, TileBuilder &t,
+                                              KernelOp kernel,
+                                              const TileBuilder::Block &blk,
+                                              Value product, Value row0,
+                                              int64_t tileM) {
+  Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, blk.head, row0},
+                           tileM, FragLayout::Rows);
+  Region &sink = attention.getSink();
+  t.forEach({product, lse, blk.batch, blk.head, row0, blk.seqlenQ},
+            [&](OpBuilder &b, Location loc, ValueRange x) {
+    Value logit = emitHook(b, sink, {x[2], x[3]}, &outside);
+    Value share = math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, logit, x[1]));
+    Value seed = arith::NegFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, share, x[0]));
+    Value inside = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt,
+        arith::AddIOp::create(b, loc, x[4], x[6]), x[5]);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    seed = arith::SelectOp::create(b, loc, inside, seed, zero);
+    FailureOr<ScoreModGradient> gradient = differentiateScoreMod(
+        b, sink, {x[2], x[3]}, seed,
+        [&](Value tensor) { return gradArgs.contains(tensor); }, &outside);
+    assert(succeeded(gradient) && "a sink reads f32 tensors");
+    for (TensorReadAdjoint &read : gradient->reads)
+      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
+                                  read.adjoint,
+                                  gradArgs.lookup(read.read.getMemRef()),
+                                  read.read.getIndices());
+  });
 }
 
 void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
@@ -761,7 +818,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                         return scoreGradientBody(b, loc, x, /*keyRows=*/true);
                       });
     // The gradients of the tensors the score_mod reads, where wanted.
-    if (!gradTensors.empty())
+    if (scoreModReadsGradients())
       t.forEach(gradientOperands(pT, dpT, d, scaleValue, sT, blk.batch, h, q0,
                                  kv0),
                 [&](OpBuilder &b, Location loc, ValueRange x) {
@@ -827,14 +884,13 @@ static LogicalResult checkDifferentiable(Region &scoreMod) {
 static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
                                      ArrayRef<std::string> names,
                                      SmallVector<Value> &tensors) {
-  Region &scoreMod = attention.getScoreMod();
   auto readsIt = [&](Value tensor) {
-    if (scoreMod.empty())
-      return false;
     bool found = false;
-    scoreMod.walk([&](memref::LoadOp load) {
-      found |= load.getMemRef() == tensor;
-    });
+    for (Region *hook : {&attention.getScoreMod(), &attention.getSink()})
+      if (!hook->empty())
+        hook->walk([&](memref::LoadOp load) {
+          found |= load.getMemRef() == tensor;
+        });
     return found;
   };
   SmallVector<std::string> readable;
@@ -849,7 +905,7 @@ static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
           attention.emitError()
           << "no gradient for '" << name
           << "': the backward differentiates the float tensors the "
-             "score_mod reads, ";
+             "score_mod and the sink read, ";
       if (readable.empty())
         diag << "and it reads none";
       else

@@ -47,7 +47,7 @@ attn.kernel @alibi arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]} 
 !s = memref<?xf32, strided<[?]>>
 attn.kernel @masked arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %slopes: !s):
-  // expected-error @below {{no gradient for 'slopes': the backward differentiates the float tensors the score_mod reads, and it reads none}}
+  // expected-error @below {{no gradient for 'slopes': the backward differentiates the float tensors the score_mod and the sink read, and it reads none}}
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
   mask_mod {
   ^bb0(%b: index, %h: index, %i: index, %j: index):

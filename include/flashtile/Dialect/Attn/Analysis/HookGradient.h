@@ -49,6 +49,9 @@ struct ScoreModGradient {
   llvm::SmallVector<TensorReadAdjoint> reads;
 };
 
+/// (A sink region, whose arguments are (batch, head) with no score, may be
+/// differentiated the same way: only its reads then get adjoints.)
+///
 /// Emits, at `b`'s insertion point, the computation of the score_mod
 /// region `scoreMod` on `args` (its block arguments' values: the f32 score,
 /// then batch, head, q_idx, kv_idx) and its reverse-mode adjoint with
