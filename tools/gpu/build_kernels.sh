@@ -3,7 +3,7 @@
 # the SM120 configuration built for the sm_90 ISA (so that it runs on an
 # H200) and the best sm_90 configuration. Writes NAME.cubin + NAME.json into
 # the folder given (default: .gpu/kernels), and a summary of registers and
-# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep|variants]
+# spills. Usage: tools/gpu/build_kernels.sh [OUT_DIR] [full|quick|sweep|variants|autograd]
 # (variants: only what tools/gpu/check_variants.py runs; decode: only the
 # decode family, which full mode builds too). Except in quick
 # mode it also prebuilds the Python examples' kernels into .gpu/cache
@@ -12,7 +12,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/.gpu/kernels}"
-mode="${2:-full}" # full | quick | sweep | variants | decode
+mode="${2:-full}" # full | quick | sweep | variants | decode | bwd | autograd
 compile="${FLASHTILE_BUILD_DIR:-$root/build}/bin/flashtile-compile"
 mkdir -p "$out"
 rm -f "$out"/*.cubin "$out"/*.json "$out"/paged/*
@@ -30,13 +30,31 @@ build() { # [folder/]name, flags...
 # search does not pick (so that every code path runs), the decode family
 # (contiguous, and paged KV in a folder of its own) and the sweep of d = 128
 # configurations that times the cost model's choices.
+# autograd: the matrix's bwd set and the Python cache (check_bwd.py and
+# check_autograd.py), nothing else.
+wanted="$mode"
+[ "$mode" = autograd ] && wanted=bwd
 grep -v '^#' "$root/tools/kernel-matrix.txt" | while read -r name sets flags; do
-  [[ ",$sets," == *",$mode,"* ]] || continue
+  [[ ",$sets," == *",$wanted,"* ]] || continue
   mkdir -p "$out/$(dirname "$name")"
   # shellcheck disable=SC2086
   build "$name" $flags < /dev/null
 done
-case "$mode" in sweep | decode | bwd) exit 0 ;; esac
+# The Python examples' kernels, into the kernel cache the GPU machine reads.
+# The cache starts empty: its keys name the build, so the entries of
+# earlier builds would only grow what travels to the GPU machine.
+prebuild_python() {
+  rm -rf "$root/.gpu/cache"
+  PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
+    python3 -m flashtile prebuild "$root/tools/gpu/py_kernels.json" \
+    --cache "$root/.gpu/cache" > "$out/../prebuild.log" 2>&1 ||
+    { cat "$out/../prebuild.log"; exit 1; }
+  echo "prebuilt $(grep -c '^[0-9a-f]\{64\} ' "$out/../prebuild.log") Python-example kernels into .gpu/cache"
+}
+case "$mode" in
+  sweep | decode | bwd) exit 0 ;;
+  autograd) prebuild_python; exit 0 ;;
+esac
 
 # The variant examples (dsl/examples), SM120 configuration, bf16 and f16,
 # with the causalities tools/gpu/check_variants.py runs; and the built-in
@@ -102,16 +120,8 @@ for program in "$root"/tools/gpu/tiles/*.mlir; do
 done
 echo "mma check: tables, kernel and tile programs into $(cd "$out/.." && pwd)"
 
-# The Python examples' kernels, into the kernel cache the GPU machine reads.
-# The cache starts empty: its keys name the build, so the entries of
-# earlier builds would only grow what travels to the GPU machine.
 if [ "$mode" != quick ]; then
-  rm -rf "$root/.gpu/cache"
-  PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
-    python3 -m flashtile prebuild "$root/tools/gpu/py_kernels.json" \
-    --cache "$root/.gpu/cache" > "$out/../prebuild.log" 2>&1 ||
-    { cat "$out/../prebuild.log"; exit 1; }
-  echo "prebuilt $(grep -c '^[0-9a-f]\{64\} ' "$out/../prebuild.log") Python-example kernels into .gpu/cache"
+  prebuild_python
   # check_defects.py's kernels, traced as its calls trace them.
   PYTHONPATH="${FLASHTILE_BUILD_DIR:-$root/build}/python_bindings" \
     python3 "$root/tools/gpu/check_defects.py" --prebuild "$root/.gpu/cache" \

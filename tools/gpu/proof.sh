@@ -32,7 +32,9 @@
 #      gathered by the compiler's fragment tables, against torch; the
 #      tile programs, the causal backward family included)
 #  9b. autograd: check_autograd.py (training through flashtile.attention
-#      and the torch op: gradients, deterministic mode, torch.compile, CUDA
+#      and the torch op; its kernels come from build_kernels.sh's autograd
+#      mode: the bwd set and the Python cache, about 35 MB to carry)
+#      : gradients, deterministic mode, torch.compile, CUDA
 #      graphs, transformers / peft training steps, fwd+bwd speed)
 #  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
 #      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex)
