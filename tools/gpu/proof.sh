@@ -32,10 +32,10 @@
 #      gathered by the compiler's fragment tables, against torch; the
 #      tile programs, the causal backward family included)
 #  9b. autograd: check_autograd.py (training through flashtile.attention
-#      and the torch op; its kernels come from build_kernels.sh's autograd
-#      mode: the bwd set and the Python cache, about 35 MB to carry)
-#      : gradients, deterministic mode, torch.compile, CUDA
-#      graphs, transformers / peft training steps, fwd+bwd speed)
+#      and the torch op: gradients, deterministic mode, torch.compile, CUDA
+#      graphs, transformers / peft training steps, fwd+bwd speed; its
+#      kernels come from build_kernels.sh's autograd mode: the bwd set and
+#      the Python cache, about 35 MB to carry)
 #  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
 #      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex)
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
