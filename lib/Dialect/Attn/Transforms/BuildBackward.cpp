@@ -879,14 +879,17 @@ static LogicalResult checkDifferentiable(Region &scoreMod) {
 }
 
 /// The forward's extra tensors named in `names`, into `tensors`: each a
-/// float tensor the score_mod reads. Fails with an error at the attention
-/// that lists the ones there are.
+/// float tensor a hook reads. One only the mask_mod reads has gradient 0
+/// (a mask is piecewise constant in what it reads): its `<name>_grad` is
+/// never added to. Fails with an error at the attention that lists the
+/// ones there are.
 static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
                                      ArrayRef<std::string> names,
                                      SmallVector<Value> &tensors) {
   auto readsIt = [&](Value tensor) {
     bool found = false;
-    for (Region *hook : {&attention.getScoreMod(), &attention.getSink()})
+    for (Region *hook : {&attention.getScoreMod(), &attention.getMaskMod(),
+                         &attention.getSink()})
       if (!hook->empty())
         hook->walk([&](memref::LoadOp load) {
           found |= load.getMemRef() == tensor;
@@ -904,10 +907,10 @@ static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
       InFlightDiagnostic diag =
           attention.emitError()
           << "no gradient for '" << name
-          << "': the backward differentiates the float tensors the "
-             "score_mod and the sink read, ";
+          << "': the backward differentiates the float tensors the hooks "
+             "read, ";
       if (readable.empty())
-        diag << "and it reads none";
+        diag << "and they read none";
       else
         diag << "which are: " << llvm::join(readable, ", ");
       return diag;

@@ -41,13 +41,18 @@ attn.kernel @alibi arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]} 
 
 // -----
 
-// A tensor only the mask_mod reads has no gradient to derive.
+// A tensor only the mask_mod reads has gradient 0 (a mask is piecewise
+// constant in it): its slopes_grad is an argument nothing adds to.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !s = memref<?xf32, strided<[?]>>
+// CHECK-LABEL: attn.kernel @masked_bwd_main
+// CHECK-SAME:    arg_names = ["slopes", "slopes_grad"], arg_roles = ["in", "accumulate"]
+// CHECK-NOT:     attn.for_each
+// CHECK-LABEL: attn.kernel @masked_bwd_convert
+// CHECK:       attn.family @masked_bwd
 attn.kernel @masked arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %slopes: !s):
-  // expected-error @below {{no gradient for 'slopes': the backward differentiates the float tensors the score_mod and the sink read, and it reads none}}
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
   mask_mod {
   ^bb0(%b: index, %h: index, %i: index, %j: index):
@@ -56,4 +61,15 @@ attn.kernel @masked arch(#attn.arch<sm_120>) attributes {arg_names = ["slopes"]}
     %m = arith.cmpf ogt, %sl, %z : f32
     attn.yield %m : i1
   }
+}
+
+// -----
+
+// A hook that reads no tensor: nothing to differentiate.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @plain arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  // expected-error @below {{no gradient for 'slopes': the backward differentiates the float tensors the hooks read, and they read none}}
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
 }
