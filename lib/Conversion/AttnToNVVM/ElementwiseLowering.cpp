@@ -145,17 +145,9 @@ struct ForEachLowering : public AttnOpLoweringPattern<ForEachOp> {
   LogicalResult lower(ForEachOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
                       TileOpContext &ctx) const override {
-    // The shape: the rank-2 operands', else the rows vectors'.
-    int64_t rank = 1, rows = 0, cols = 8;
-    for (Value operand : op.getOperands())
-      if (auto frag = dyn_cast<FragType>(operand.getType());
-          frag && frag.getLayout() != FragLayout::Cols) {
-        rows = frag.getDimSize(0);
-        if (frag.getRank() == 2) {
-          rank = 2;
-          cols = frag.getDimSize(1);
-        }
-      }
+    // Rank 2: the verifier refuses rows vectors (held four times over).
+    SmallVector<int64_t> shape = getElementwiseShape(op.getOperands());
+    assert(shape.size() == 2 && "for_each has a rank-2 operand");
     Emitter &e = ctx.e;
     llvm::DenseSet<Value> varying = elementVarying(op);
     // Per uniform add, in the body's order: its address and running sum.
@@ -173,8 +165,8 @@ struct ForEachLowering : public AttnOpLoweringPattern<ForEachOp> {
       at = address;
       sum = sum ? e.fadd(sum, value) : value;
     };
-    forEachElement(ctx, op.getOperands(), adaptor.getOperands(), rank, rows,
-                   cols, [&](const Element &element) {
+    forEachElement(ctx, op.getOperands(), adaptor.getOperands(), 2, shape[0],
+                   shape[1], [&](const Element &element) {
       hooks.emitAll(op.getBody(), element.args, element.offsets);
     });
     if (!uniform.empty()) {

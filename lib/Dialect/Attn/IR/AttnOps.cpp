@@ -1336,6 +1336,23 @@ static LogicalResult verifyAccumulatorShape(Operation *op, StringRef what,
   return success();
 }
 
+SmallVector<int64_t> attn::getElementwiseShape(ValueRange operands) {
+  std::optional<int64_t> rows, cols;
+  for (Value operand : operands)
+    if (auto frag = dyn_cast<FragType>(operand.getType())) {
+      // A 'cols' vector broadcasts along the rows; it gives no row count.
+      if (frag.getLayout() == FragLayout::Cols)
+        continue;
+      rows = frag.getDimSize(0);
+      if (frag.getRank() == 2)
+        cols = frag.getDimSize(1);
+    }
+  SmallVector<int64_t> shape = {rows.value_or(0)};
+  if (cols)
+    shape.push_back(*cols);
+  return shape;
+}
+
 /// The operands of attn.map and attn.for_each: f32 fragments and scalars
 /// (f32, index, integers) that agree on one shape (M x N, or M when every
 /// fragment is a `rows` vector), `cols` vectors of N values along the

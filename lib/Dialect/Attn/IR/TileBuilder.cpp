@@ -164,25 +164,6 @@ Value TileBuilder::dotAccumulate(Value p, Value v, Value tile, Value acc,
   return mma(p, v, tile, acc, MmaOptions(), file, line);
 }
 
-/// The elements' shape of a map / for_each over `operands`: the rank-2
-/// operands' (rows, cols), else the rows vectors' (rows).
-static SmallVector<int64_t> getElementwiseShape(ValueRange operands) {
-  std::optional<int64_t> rows, cols;
-  for (Value operand : operands)
-    if (auto frag = dyn_cast<FragType>(operand.getType())) {
-      // A 'cols' vector broadcasts along the rows; it gives no row count.
-      if (frag.getLayout() == FragLayout::Cols)
-        continue;
-      rows = frag.getDimSize(0);
-      if (frag.getRank() == 2)
-        cols = frag.getDimSize(1);
-    }
-  SmallVector<int64_t> shape = {rows.value_or(0)};
-  if (cols)
-    shape.push_back(*cols);
-  return shape;
-}
-
 /// A block of a map's / for_each's arguments: one per operand, then the
 /// row and, for rank 2, the column.
 static mlir::Block *createElementwiseBody(OpBuilder &b, Region &region,

@@ -162,6 +162,15 @@ struct IndexMath {
   }
 };
 
+/// Whether hook region `hook` (possibly empty) loads from a tensor that
+/// `wanted` holds for.
+bool hookReads(Region &hook, function_ref<bool(Value)> wanted) {
+  bool reads = false;
+  if (!hook.empty())
+    hook.walk([&](memref::LoadOp load) { reads |= wanted(load.getMemRef()); });
+  return reads;
+}
+
 /// The values the three kernels share.
 struct BackwardBuilder {
   KernelOp forward;
@@ -409,12 +418,26 @@ struct BackwardBuilder {
                                bool keyRows) {
     ScoreModGradient gradient = differentiateAt(
         b, loc, x, keyRows,
-        [&](Value tensor) { return gradArgs.contains(tensor); });
-    for (TensorReadAdjoint &read : gradient.reads)
-      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
-                                  zeroWhereNoP(b, loc, x[0], read.adjoint),
-                                  gradArgs.lookup(read.read.getMemRef()),
-                                  read.read.getIndices());
+        [&](Value tensor) { return isDifferentiated(tensor); });
+    addToGradients(b, loc, gradient.reads, [&](Value adjoint) {
+      return zeroWhereNoP(b, loc, x[0], adjoint);
+    });
+  }
+
+  /// Whether `tensor` (this kernel's extra argument) has its gradient
+  /// computed.
+  bool isDifferentiated(Value tensor) { return gradArgs.contains(tensor); }
+
+  /// Adds each read's adjoint (through `filter`, if given) into its
+  /// tensor's `<name>_grad` at the read's indices.
+  void addToGradients(OpBuilder &b, Location loc,
+                      MutableArrayRef<TensorReadAdjoint> reads,
+                      function_ref<Value(Value)> filter = nullptr) {
+    for (TensorReadAdjoint &read : reads)
+      memref::AtomicRMWOp::create(
+          b, loc, arith::AtomicRMWKind::addf,
+          filter ? filter(read.adjoint) : read.adjoint,
+          gradArgs.lookup(read.read.getMemRef()), read.read.getIndices());
   }
 
   /// The kernel's tensor `name`.
@@ -423,18 +446,15 @@ struct BackwardBuilder {
   }
 
   void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM);
-  /// Whether hook region `hook` reads a differentiated tensor.
-  bool readsGradients(Region &hook) {
-    bool reads = false;
-    if (!hook.empty())
-      hook.walk([&](memref::LoadOp load) {
-        reads |= llvm::is_contained(gradTensors, load.getMemRef());
-      });
-    return reads;
+  bool sinkReadsGradients() {
+    return hookReads(attention.getSink(), [&](Value tensor) {
+      return llvm::is_contained(gradTensors, tensor);
+    });
   }
-  bool sinkReadsGradients() { return readsGradients(attention.getSink()); }
   bool scoreModReadsGradients() {
-    return readsGradients(attention.getScoreMod());
+    return hookReads(attention.getScoreMod(), [&](Value tensor) {
+      return llvm::is_contained(gradTensors, tensor);
+    });
   }
   void accumulateSinkGradients(OpBuilder &b, TileBuilder &t, KernelOp kernel,
                                const TileBuilder::Block &blk, Value product,
@@ -495,13 +515,9 @@ void BackwardBuilder::accumulateSinkGradients(OpBuilder &b, TileBuilder &t,
     seed = arith::SelectOp::create(b, loc, inside, seed, zero);
     FailureOr<ScoreModGradient> gradient = differentiateScoreMod(
         b, sink, {x[2], x[3]}, seed,
-        [&](Value tensor) { return gradArgs.contains(tensor); }, &outside);
+        [&](Value tensor) { return isDifferentiated(tensor); }, &outside);
     assert(succeeded(gradient) && "a sink reads f32 tensors");
-    for (TensorReadAdjoint &read : gradient->reads)
-      memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
-                                  read.adjoint,
-                                  gradArgs.lookup(read.read.getMemRef()),
-                                  read.read.getIndices());
+    addToGradients(b, loc, gradient->reads);
   });
 }
 
@@ -887,14 +903,12 @@ static LogicalResult findGradTensors(KernelOp forward, AttentionOp attention,
                                      ArrayRef<std::string> names,
                                      SmallVector<Value> &tensors) {
   auto readsIt = [&](Value tensor) {
-    bool found = false;
-    for (Region *hook : {&attention.getScoreMod(), &attention.getMaskMod(),
-                         &attention.getSink()})
-      if (!hook->empty())
-        hook->walk([&](memref::LoadOp load) {
-          found |= load.getMemRef() == tensor;
+    return llvm::any_of(
+        ArrayRef<Region *>{&attention.getScoreMod(), &attention.getMaskMod(),
+                           &attention.getSink()},
+        [&](Region *hook) {
+          return hookReads(*hook, [&](Value t) { return t == tensor; });
         });
-    return found;
   };
   SmallVector<std::string> readable;
   for (auto [i, extra] : llvm::enumerate(forward.getExtraArgs())) {

@@ -141,6 +141,12 @@ mlir::Value emitHook(mlir::OpBuilder &b, mlir::Region &hook,
                      mlir::ValueRange args,
                      const mlir::IRMapping *outside = nullptr);
 
+/// The elements' shape of an attn.map / attn.for_each over `operands`:
+/// the rank-2 fragments' (rows, cols), else the `rows` vectors' (rows);
+/// `cols` vectors give no rows. The op verifiers check that the operands
+/// agree on it.
+llvm::SmallVector<int64_t> getElementwiseShape(mlir::ValueRange operands);
+
 /// Checks the body of hook region `region` of `owner` (named `name` in
 /// errors): supported ops and types only, and no value from outside but the
 /// kernel's extra arguments. With `accumulates` (attn.for_each), the body
