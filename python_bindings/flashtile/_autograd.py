@@ -18,8 +18,8 @@ import torch
 
 from . import FlashTileError
 
-# (forward kernel key, deterministic) -> (loaded backward kernel, None) or
-# (None, why there is none)
+# (forward kernel key, deterministic, tensor_grads) -> (loaded backward
+# kernel, None) or (None, why there is none)
 _backwards = {}
 
 
@@ -91,10 +91,11 @@ def tensors_wanting_grad(kwargs):
 def check_captures(kwargs):
     """A tensor a hook reads that wants a gradient would silently get none
     where the caller cannot derive it (the custom op): refused."""
-    for name in tensors_wanting_grad(kwargs):
+    wanting = tensors_wanting_grad(kwargs)
+    if wanting:
         raise FlashTileError(
-            f"the hooks read tensor '{name}', which requires grad; the torch "
-            f"op does not derive the gradients of captured tensors: use "
+            f"the hooks read tensor '{wanting[0]}', which requires grad; the "
+            f"torch op does not derive the gradients of captured tensors: use "
             f"flashtile.attention, or detach it")
 
 

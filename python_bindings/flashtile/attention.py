@@ -225,16 +225,16 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     every row's softmax denominator (attention sinks, as gpt-oss and vLLM's
     `s_aux` have them); a row with no key then has LSE = its sink.
 
-    Differentiable: where q, k or v requires grad (and grad mode is on),
-    the output's backward runs the compiler-built backward family (dQ, dK,
-    dV from O and the LSE; GQA reduced in the kernel), compiled on first
-    use. Its score_mod gradient is derived by the compiler (hooks may read
-    tensors and scalars), and so is the gradient of every captured tensor
-    the score_mod reads that requires grad (a learned bias table, ALiBi
-    slopes: added with f32 atomics in the main kernel); a mask_mod is
-    evaluated at every entry of the tiles the window allows (its block
-    sparsity is not reused yet); the sinks get their gradient (the
-    preprocess kernel adds -sum_i exp(sink - LSE_i) D_i per head). `deterministic=True`
+    Differentiable: where q, k, v or a captured tensor requires grad (and
+    grad mode is on), the output's backward runs the compiler-built
+    backward family (dQ, dK, dV from O and the LSE; GQA reduced in the
+    kernel), compiled on first use. Its score_mod gradient is derived by
+    the compiler (hooks may read tensors and scalars), and so is the
+    gradient of every captured tensor a hook reads that requires grad (a
+    learned bias table, ALiBi slopes: added with f32 atomics in the main
+    kernel; the sinks: -sum_i exp(sink - LSE_i) D_i, by the preprocess
+    kernel); a mask_mod is evaluated at every entry of the tiles the window
+    allows (its block sparsity is not reused yet). `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""

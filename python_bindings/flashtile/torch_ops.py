@@ -33,8 +33,7 @@ def _load(plan):
     return kernel
 
 
-# The backward plan path -> why the forward has none ("" plans are keyed by
-# their forward's plan).
+# A forward plan whose TorchOp has no backward plan -> why.
 _no_backward = {}
 
 
