@@ -264,8 +264,11 @@ FLAG_VALUES = {
     "--emit": ["plan", "configs", "mlir", "nvvm", "llvm", "ptx", "x"],
     "--format": ["text", "json", "xml"],
     "--ptxas-timeout": ["0", "1", "-1", "x"],
+    "--direction": ["fwd", "bwd", "backward", ""],
+    "--grad-of": ["slopes", "q", "", "a,b", "softmax_scale"],
 }
-BOOL_FLAGS = ["--causal", "--paged-kv", "--report", "--spill-fallback"]
+BOOL_FLAGS = ["--causal", "--paged-kv", "--report", "--spill-fallback",
+              "--deterministic"]
 
 
 def flag_set(rng):
