@@ -62,7 +62,8 @@ def run_backward(kernel, q, k, v, o, lse, grad_out, scale, extras,
     plan `kernel` on the current stream. `scale` < 0: the kernel's
     default. `extras`: what the forward's hooks read, by argument name
     (the backward family takes the forward's extra arguments); the plan
-    adds the tensors' gradients into zeroed f32 `<name>_grad` arguments."""
+    adds the tensors' gradients into zeroed f32 arguments, its arguments of
+    role accumulate, in the order of `tensor_grads`."""
     if grad_out.stride(-1) != 1:
         grad_out = grad_out.contiguous()
     kwargs = dict(extras)
@@ -70,10 +71,12 @@ def run_backward(kernel, q, k, v, o, lse, grad_out, scale, extras,
     if scale >= 0:
         kwargs["softmax_scale"] = scale
     grads = []
-    for name in tensor_grads:
+    accumulated = [a["name"] for a in kernel.arguments
+                   if a.get("role") == "accumulate"]
+    for name, grad in zip(tensor_grads, accumulated, strict=True):
         grads.append(torch.zeros(extras[name].shape, dtype=torch.float32,
                                  device=extras[name].device))
-        kwargs[name + "_grad"] = grads[-1]
+        kwargs[grad] = grads[-1]
     dq, dk, dv = kernel(q, k, v, **kwargs)
     return (dq, dk, dv) + tuple(
         g.to(extras[name].dtype) for name, g in zip(tensor_grads, grads))

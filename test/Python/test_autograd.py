@@ -102,6 +102,10 @@ class Backward:
 
     def __init__(self, spec, extras, record):
         self.spec, self.extras, self.record = spec, extras, record
+        # The plan's gradients of captured tensors, as BuildBackward names
+        # them, role accumulate.
+        self.arguments = [{"name": name + "_grad", "role": "accumulate"}
+                          for name in spec.tensor_grads]
 
     def __call__(self, q, k, v, o, lse, do, **kwargs):
         self.record.backward_calls.append(kwargs)
