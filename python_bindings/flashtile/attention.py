@@ -233,8 +233,9 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     gradient of every captured tensor a hook reads that requires grad (a
     learned bias table, ALiBi slopes: added with f32 atomics in the main
     kernel; the sinks: -sum_i exp(sink - LSE_i) D_i, by the preprocess
-    kernel); a mask_mod is evaluated at every entry of the tiles the window
-    allows (its block sparsity is not reused yet). `deterministic=True`
+    kernel); a mask_mod is evaluated at every entry of the tiles the
+    backward visits, which skips those a key interval of the mask drops
+    whole (the run-time block mask is not reused yet). `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""
@@ -426,9 +427,9 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     row of a query tile, so each tile visits only the key tiles of its own
     sequences. A score_mod sees packed positions as q_idx and kv_idx.
 
-    Differentiable as flashtile.attention is: the backward evaluates the
-    sequences' mask at every entry (it does not skip the tiles of other
-    sequences yet, so its cost grows with the square of the total)."""
+    Differentiable as flashtile.attention is: the backward visits only the
+    tiles of each sequence (its main kernel scans each query row's
+    sequence per KV tile) and evaluates the mask at every entry of them."""
     import torch
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not hasattr(t, "dim") or t.dim() != 3:

@@ -165,10 +165,15 @@ class CacheTest(unittest.TestCase):
             self.build(score_mod=None, paged=True, direction="bwd")
         self.assertIn("the backward does not cover paged K and V",
                       str(e.exception))
-        # A mask_mod's backward evaluates it at every entry.
+        # A mask_mod's backward evaluates it at every entry of the tiles it
+        # visits; the main kernel finds the query tiles of its KV tile by
+        # bisecting the mask's key interval (a clz gives the step count).
         masked = self.build(score_mod=None, mask_mod=lambda b, h, q, k: k <= q,
                             direction="bwd")
         self.assertEqual(len(masked.metadata["kernels"]), 3)
+        self.assertIn("clz.b32", masked.ptx)
+        plain = self.build(score_mod=None, direction="bwd")
+        self.assertNotIn("clz.b32", plain.ptx)
         with self.assertRaises(FlashTileError) as e:
             self.build(score_mod=None, direction="backward")
         self.assertIn("direction must be 'fwd' or 'bwd', got 'backward'",

@@ -227,11 +227,40 @@ def run_tensor_grads():
 
 def run_masks():
     """mask_mods in the backward: a document mask (a captured int32 tensor)
-    through flashtile.attention, and flashtile.varlen (the sequences' mask)
-    against float64 autograd per sequence."""
+    through flashtile.attention; masks with a key interval, whose tiles the
+    backward skips (the main kernel's query tiles by bisection, the dQ
+    kernel's KV tiles as the forward's), with both dQ paths; and
+    flashtile.varlen (the sequences' mask, scanned per row) against float64
+    autograd per sequence, then its speed against the same sequences as a
+    dense batch (equal when the tiles of other sequences are skipped)."""
     gen = torch.Generator().manual_seed(25)
     ok = True
-    print("\nmask_mod backward (evaluated at every entry)")
+    print("\nmask_mod backward (evaluated at every entry of the tiles "
+          "visited)")
+    for mask, causal, (Sq, Sk) in [("chunked", True, (700, 700)),
+                                   ("chunked", True, (300, 700)),
+                                   ("falling", False, (333, 260))]:
+        B, Hq, Hkv, d = 2, 4, 2, 64
+        q = rand(gen, (B, Hq, Sq, d), torch.bfloat16).requires_grad_()
+        k = rand(gen, (B, Hkv, Sk, d), torch.bfloat16).requires_grad_()
+        v = rand(gen, (B, Hkv, Sk, d), torch.bfloat16).requires_grad_()
+        do = rand(gen, (B, Hq, Sq, d), torch.bfloat16)
+        fn = getattr(H, mask)
+        _, _, *refs = ftgpu.reference.attention_grads(
+            *(x.detach().transpose(1, 2) for x in (q, k, v)),
+            do.transpose(1, 2), d ** -0.5, causal=causal, mask_mod=fn)
+        for det in (False, True):
+            poison(q, k, v)
+            flashtile.attention(q, k, v, causal=causal, mask_mod=fn,
+                                arch=ARCH, deterministic=det).backward(do)
+            errs = [rel_err(x.grad.transpose(1, 2).cpu(), ref)
+                    for x, ref in zip((q, k, v), refs)]
+            passed = max(errs) <= GRAD_TOLERANCE["bf16"]
+            ok &= passed
+            print(f"{'PASS' if passed else 'FAIL'}  {mask} bf16 d={d} "
+                  f"{'causal' if causal else 'full'} Sq={Sq} Sk={Sk} "
+                  f"{'deterministic' if det else 'atomic dQ'}: "
+                  f"dq {errs[0]:.1e} dk {errs[1]:.1e} dv {errs[2]:.1e}")
     B, Hq, Hkv, S, d = 2, 4, 2, 300, 64
     H.DOC = torch.sort(torch.randint(0, 4, (B, S), generator=gen), 1).values.to(
         torch.int32)
@@ -284,6 +313,31 @@ def run_masks():
               f"{'causal' if causal else 'full'} lens q {lens_q} k {lens_k} "
               f"heads {Hq}/{Hkv}: dq {errs[0]:.1e} dk {errs[1]:.1e} "
               f"dv {errs[2]:.1e}")
+    # Speed: 32 sequences of 1024 packed, against the same as a batch.
+    n, S, Hh, d = 32, 1024, 16, 128
+    q = rand(gen, (n * S, Hh, d), torch.bfloat16).requires_grad_()
+    k = rand(gen, (n * S, Hh, d), torch.bfloat16).requires_grad_()
+    v = rand(gen, (n * S, Hh, d), torch.bfloat16).requires_grad_()
+    do = rand(gen, (n * S, Hh, d), torch.bfloat16)
+    cu = torch.arange(0, n * S + 1, S, device=DEV, dtype=torch.int32)
+    qb, kb, vb, dob = (x.detach().view(n, S, Hh, d).transpose(1, 2)
+                       .requires_grad_(x.requires_grad) for x in (q, k, v, do))
+
+    def packed():
+        out = flashtile.varlen(q, k, v, cu, cu, causal=True, arch=ARCH)
+        torch.autograd.grad(out, (q, k, v), do)
+
+    def batched():
+        out = flashtile.attention(qb, kb, vb, causal=True, arch=ARCH)
+        torch.autograd.grad(out, (qb, kb, vb), dob)
+    t_packed = ftgpu.timing.time_ms(packed)
+    t_batched = ftgpu.timing.time_ms(batched)
+    passed = t_packed <= 1.5 * t_batched
+    ok &= passed
+    print(f"{'PASS' if passed else 'FAIL'}  varlen speed, {n} x {S} causal "
+          f"bf16 d={d} H={Hh}, fwd + bwd: packed {t_packed:.2f} ms, as a "
+          f"batch {t_batched:.2f} ms ({t_packed / t_batched:.2f}x; the "
+          f"tiles of other sequences are skipped when near 1)")
     return ok
 
 

@@ -59,6 +59,11 @@ Value Emitter::bitXor(Value a, Value c) {
   return LLVM::XOrOp::create(b, loc, a, c);
 }
 
+Value Emitter::ctlz(Value a) {
+  return LLVM::CountLeadingZerosOp::create(b, loc, a.getType(), a,
+                                           /*is_zero_poison=*/false);
+}
+
 Value Emitter::bitOr(Value a, Value c) {
   return LLVM::OrOp::create(b, loc, a, c);
 }

@@ -43,6 +43,8 @@ public:
   mlir::Value bitAnd(mlir::Value a, int64_t c);
   mlir::Value bitXor(mlir::Value a, mlir::Value c);
   mlir::Value bitOr(mlir::Value a, mlir::Value c);
+  /// Leading zero bits of an i32 (32 for 0).
+  mlir::Value ctlz(mlir::Value a);
   mlir::Value shl(mlir::Value a, int64_t c);
   mlir::Value lshr(mlir::Value a, int64_t c);
   mlir::Value smin(mlir::Value a, mlir::Value c);

@@ -4,7 +4,8 @@
 // the score tile, in registers, between the QK^T mma and the softmax
 // (HookEmitter.h emits them). attn.key_range and attn.block_ranges refine
 // the KV-tile range of attn.kv_bounds by a mask known at compile time and by
-// the run-time block mask; BlockMaskKernel.cpp builds the kernel that fills
+// the run-time block mask, and attn.query_range the query tiles of a
+// key-grid block by the former; BlockMaskKernel.cpp builds the kernel that fills
 // the latter, and DiagonalTableKernel.cpp the kernel that fills the
 // diagonal table a costly term of k - q is read from.
 //
@@ -168,6 +169,89 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
   }
 };
 
+/// The query tiles of `within` with a row, of one of the group's heads,
+/// whose key interval meets this KV tile's keys (KVBounds.h's search:
+/// bisection of monotone intervals; with scan_rows, the lanes of each warp
+/// take every 32nd row and reduce with shuffles, so every warp holds the
+/// result without shared memory; the op runs before any divergence). The
+/// body is emitted at every row it is evaluated at (each with its own
+/// HookEmitter: they cache what they emit, and the rows lie in different
+/// blocks of the search's loops). With no row or no key nothing is
+/// evaluated, so no hook reads past its tensors.
+struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
+  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+
+  LogicalResult lower(QueryRangeOp op, OpAdaptor adaptor,
+                      ConversionPatternRewriter &rewriter,
+                      TileOpContext &ctx) const override {
+    Emitter &e = ctx.e;
+    Location loc = op.getLoc();
+    int64_t tileM = op.getTileM(), tileN = op.getTileN();
+    Value withinBegin = adaptor.getWithinBegin();
+    Value withinEnd = adaptor.getWithinEnd();
+    Value r0 = e.mul(withinBegin, tileM);
+    Value r1 = e.sub(e.smin(e.mul(withinEnd, tileM), adaptor.getSeqlenQ()),
+                     e.i32(1));
+    Value k0 = e.mul(adaptor.getNBlock(), tileN);
+    Value k1 =
+        e.sub(e.smin(e.add(k0, tileN), adaptor.getSeqlenK()), e.i32(1));
+    Region &body = op.getBody();
+    bool readsHead = !body.front().getArgument(1).use_empty();
+    Value heads = readsHead ? adaptor.getGroup() : e.i32(1);
+    Value nothing = e.bitOr(e.slt(r1, r0), e.slt(k1, k0));
+    heads = e.select(nothing, e.i32(0), heads);
+    Value none0 = e.add(r1, 1), none1 = e.sub(r0, e.i32(1));
+
+    auto loop = [&](Value count, auto init, auto step) {
+      constexpr size_t n = std::tuple_size<decltype(init)>::value;
+      SmallVector<Value> last = emitForLoop(
+          rewriter, loc, e.i32(0), count, 1, ValueRange(init),
+          [&](Value i, ValueRange x) {
+            std::array<Value, n> state;
+            llvm::copy(x, state.begin());
+            auto next = step(i, state);
+            return SmallVector<Value>(next.begin(), next.end());
+          });
+      std::array<Value, n> out;
+      llvm::copy(last, out.begin());
+      return out;
+    };
+    std::array<Value, 2> rows = loop(
+        heads, std::array<Value, 2>{none0, none1},
+        [&](Value i, const std::array<Value, 2> &hull) {
+          Value head = e.add(adaptor.getHead(), i);
+          auto interval = [&](Value q) {
+            HookEmitter hooks(e, op);
+            SmallVector<Value> at =
+                hooks.emitAll(body, {adaptor.getBatch(), head, q});
+            return std::make_pair(at[0], at[1]);
+          };
+          Value first, last;
+          if (op.getScanRows()) {
+            std::tie(first, last) =
+                scanMeetingRows(e, r0, r1, k0, k1, ctx.thread().lane,
+                                kWarpSize, interval, loop);
+            for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
+              first = e.smin(first, e.shflXor(first, mask));
+              last = e.smax(last, e.shflXor(last, mask));
+            }
+          } else {
+            std::tie(first, last) =
+                bisectMeetingRows(e, r0, r1, k0, k1, interval, loop);
+          }
+          // An empty result of one head leaves the hull as it was.
+          Value empty = e.slt(last, first);
+          return std::array<Value, 2>{
+              e.smin(hull[0], e.select(empty, none0, first)),
+              e.smax(hull[1], e.select(empty, none1, last))};
+        });
+    auto [begin, end] =
+        rowsToQueryTiles(e, rows[0], rows[1], withinBegin, withinEnd, tileM);
+    rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
+
 /// The 4 i32 the block-mask kernels wrote for this (batch, head, query tile)
 /// in the `kv_ranges` workspace (getBlockRangesEntry), intersected with the
 /// window's range.
@@ -199,6 +283,6 @@ struct BlockRangesLowering : public AttnOpLoweringPattern<BlockRangesOp> {
 
 void lowering::populateHookPatterns(LLVMTypeConverter &converter,
                                     RewritePatternSet &patterns) {
-  patterns.add<ModifyScoresLowering, KeyRangeLowering, BlockRangesLowering>(
-      converter);
+  patterns.add<ModifyScoresLowering, KeyRangeLowering, QueryRangeLowering,
+               BlockRangesLowering>(converter);
 }

@@ -36,7 +36,9 @@
 #ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
 #define FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
 
+#include <array>
 #include <cstdint>
+#include <utility>
 
 namespace flashtile::attn {
 
@@ -203,6 +205,113 @@ auto isKeyMasked(A &a, const KeyWindow<V> &window, V col)
   if (window.hasLowest)
     masked = a.bitOr(masked, a.slt(col, window.lowest));
   return masked;
+}
+
+//===----------------------------------------------------------------------===//
+// The query tiles of one KV tile (attn.query_range, key-grid kernels)
+//===----------------------------------------------------------------------===//
+//
+// A key-grid block owns the keys [k0, k1] of its KV tile and visits query
+// rows. Row q has the key interval [lo(q), hi(q)] of a key_range body; the
+// rows whose interval meets the tile are those where
+//
+//   starts(q): lo(q) <= k1   and   ends(q): hi(q) >= k0.
+//
+// With lo and hi monotone in q, each predicate changes at most once along
+// the rows, so the rows where both hold are one interval, found by
+// bisecting each predicate for its change. Rows travel as an inclusive
+// [first, last], empty when first > last. The templates take, beyond the
+// policy of the window arithmetic above:
+//
+//   B bitXor(B, B)                        of two comparison results
+//   V ctlz(V)                             leading zeros of an i32 (32 for 0)
+//   std::array<V, N> loop(V count, std::array<V, N> init, Body body)
+//                                         `count` times state = body(i, state)
+//
+// and `interval(q)`, which returns the pair (lo, hi) of row q.
+
+/// Rows [first, last] of [r0, r1] where a predicate that changes at most
+/// once holds, from its values p0 at r0 and p1 at r1 and `change`, the
+/// first row whose value differs from p0 (used only when p0 != p1).
+template <typename A, typename V, typename B>
+std::pair<V, V> monotoneRows(A &a, V r0, V r1, B p0, B p1, V change) {
+  V first = a.select(p0, r0, a.select(p1, change, a.add(r1, 1)));
+  V last = a.select(p1, r1,
+                    a.select(p0, a.sub(change, a.i32(1)),
+                             a.sub(r0, a.i32(1))));
+  return {first, last};
+}
+
+/// The rows of [r0, r1] (r0 <= r1, all valid rows to evaluate) whose
+/// monotone interval meets keys [k0, k1]: both predicates at both ends,
+/// then a bisection per predicate for its change, one evaluation of each
+/// per step, bit_length(r1 - r0) steps: 2 + 2 bit_length(r1 - r0)
+/// evaluations in all. Invariant of each search (lo, hi):
+/// the predicate at lo equals its value at r0 and at hi differs from it;
+/// the step count takes hi - lo down to 1, so hi is the change.
+template <typename A, typename V, typename IntervalFn, typename LoopFn>
+std::pair<V, V> bisectMeetingRows(A &a, V r0, V r1, V k0, V k1,
+                                  IntervalFn interval, LoopFn loop) {
+  auto starts = [&](V q) { return a.sge(k1, interval(q).first); };
+  auto ends = [&](V q) { return a.sge(interval(q).second, k0); };
+  auto [lo0, hi0] = interval(r0);
+  auto [lo1, hi1] = interval(r1);
+  auto s0 = a.sge(k1, lo0), s1 = a.sge(k1, lo1);
+  auto e0 = a.sge(hi0, k0), e1 = a.sge(hi1, k0);
+  V steps = a.sub(a.i32(32), a.ctlz(a.sub(r1, r0)));
+  auto bisect = [&](V lo, V hi, auto value, auto atR0) -> std::pair<V, V> {
+    V mid = a.add(lo, a.sdiv(a.sub(hi, lo), a.i32(2)));
+    auto differs = a.bitXor(value(mid), atR0);
+    return {a.select(differs, lo, mid), a.select(differs, mid, hi)};
+  };
+  std::array<V, 4> found = loop(
+      steps, std::array<V, 4>{r0, r1, r0, r1},
+      [&](V, const std::array<V, 4> &x) {
+        auto [sLo, sHi] = bisect(x[0], x[1], starts, s0);
+        auto [eLo, eHi] = bisect(x[2], x[3], ends, e0);
+        return std::array<V, 4>{sLo, sHi, eLo, eHi};
+      });
+  auto [sFirst, sLast] = monotoneRows(a, r0, r1, s0, s1, found[1]);
+  auto [eFirst, eLast] = monotoneRows(a, r0, r1, e0, e1, found[3]);
+  return {a.smax(sFirst, eFirst), a.smin(sLast, eLast)};
+}
+
+/// The rows of [r0, r1] (r0 <= r1) whose interval, monotone or not, meets
+/// keys [k0, k1], as one lane of `lanes` sees them: it evaluates rows r0 +
+/// lane, r0 + lane + lanes, ... (the last clamped to r1, which changes
+/// nothing) and returns the first and last meeting row among them (r1 + 1
+/// and r0 - 1 when none); the caller takes the minimum and maximum over the
+/// lanes.
+template <typename A, typename V, typename IntervalFn, typename LoopFn>
+std::pair<V, V> scanMeetingRows(A &a, V r0, V r1, V k0, V k1, V lane,
+                                int64_t lanes, IntervalFn interval,
+                                LoopFn loop) {
+  V steps = a.sdiv(a.add(a.sub(r1, r0), lanes), a.i32(lanes));
+  std::array<V, 2> found = loop(
+      steps, std::array<V, 2>{a.add(r1, 1), a.sub(r0, a.i32(1))},
+      [&](V i, const std::array<V, 2> &x) {
+        V q = a.smin(a.add(a.add(r0, lane), a.mul(i, lanes)), r1);
+        auto [lo, hi] = interval(q);
+        auto misses = a.bitOr(a.slt(k1, lo), a.slt(hi, k0));
+        return std::array<V, 2>{a.select(misses, x[0], a.smin(x[0], q)),
+                                a.select(misses, x[1], a.smax(x[1], q))};
+      });
+  return {found[0], found[1]};
+}
+
+/// The query tiles [begin, end) of `within` that hold a row of [first,
+/// last] (begin == end when the rows are empty). first >= 0 when not empty.
+template <typename A, typename V>
+std::pair<V, V> rowsToQueryTiles(A &a, V first, V last, V withinBegin,
+                                 V withinEnd, int64_t tileM) {
+  auto empty = a.slt(last, first);
+  V begin = a.smax(withinBegin, floorDiv(a, a.smax(first, a.i32(0)), tileM));
+  V end = a.smin(withinEnd, a.add(floorDiv(a, a.smax(last, a.i32(0)), tileM),
+                                  1));
+  end = a.smax(begin, end);
+  begin = a.select(empty, withinBegin, begin);
+  end = a.select(empty, withinBegin, end);
+  return {begin, end};
 }
 
 } // namespace flashtile::attn

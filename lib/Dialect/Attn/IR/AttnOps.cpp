@@ -763,21 +763,32 @@ LogicalResult KernelArgOp::verify() {
   return success();
 }
 
-LogicalResult KeyRangeOp::verify() {
-  Builder b(getContext());
+/// The checks of a key_range body (attn.key_range, attn.query_range): it
+/// takes (batch, head, q_idx) and yields the interval (lo, hi).
+static LogicalResult verifyKeyInterval(Operation *op, Region &body,
+                                       int64_t tileM, int64_t tileN) {
+  Builder b(op->getContext());
   Type index = b.getIndexType();
-  Block &block = getBody().front();
+  Block &block = body.front();
   if (block.getArgumentTypes() != TypeRange{index, index, index})
-    return emitOpError() << "region must take (index, index, index): batch, "
-                            "head, q_idx";
+    return op->emitOpError() << "region must take (index, index, index): "
+                                "batch, head, q_idx";
   YieldOp yield = getYield(block);
   if (!yield || yield.getValues().size() != 2 ||
       !yield.getValues()[0].getType().isIndex() ||
       !yield.getValues()[1].getType().isIndex())
-    return emitOpError() << "region must yield (lo, hi) as two indices";
-  if (getTileM() <= 0 || getTileN() <= 0)
-    return emitOpError() << "tile sizes must be positive";
-  return verifyHookBody(*this, getBody(), "key_range");
+    return op->emitOpError() << "region must yield (lo, hi) as two indices";
+  if (tileM <= 0 || tileN <= 0)
+    return op->emitOpError() << "tile sizes must be positive";
+  return verifyHookBody(op, body, op->getName().stripDialect());
+}
+
+LogicalResult KeyRangeOp::verify() {
+  return verifyKeyInterval(*this, getBody(), getTileM(), getTileN());
+}
+
+LogicalResult QueryRangeOp::verify() {
+  return verifyKeyInterval(*this, getBody(), getTileM(), getTileN());
 }
 
 LogicalResult BlockRangesOp::verify() {

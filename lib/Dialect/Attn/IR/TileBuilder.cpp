@@ -289,6 +289,17 @@ BlockRangesOp TileBuilder::blockRanges(const Block &block,
       within.end, tileM, tileN, perHead);
 }
 
+QueryRangeOp TileBuilder::queryRange(const Block &block, Value head,
+                                     Value group, Value begin, Value end,
+                                     int64_t tileM, int64_t tileN,
+                                     const char *file, unsigned line) {
+  Location here = at(file, line);
+  Type idx = b.getIndexType();
+  return QueryRangeOp::create(b, here, idx, idx, block.mBlock, block.batch,
+                              head, group, block.seqlenQ, block.seqlenK,
+                              begin, end, tileM, tileN, /*scan_rows=*/false);
+}
+
 ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,
                              bool masked, const LoopBody &body,
                              const char *file, unsigned line) {

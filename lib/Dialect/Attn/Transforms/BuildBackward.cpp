@@ -20,6 +20,12 @@
 // differentiateScoreMod (HookGradient.h) and emitted per element in the
 // map that forms dS. Where P = 0 the gradient is 0 whatever f' is there.
 //
+// A mask_mod is evaluated at every entry of every step. Where
+// MaskAnalysis finds a key interval per row, the main kernel steps only
+// through the query tiles whose rows' intervals meet its KV tile
+// (attn.query_range), and the dQ kernel refines its KV tiles by
+// attn.key_range as the forward does.
+//
 // The walk over (head, query tile) pairs is one sequence of steps whose
 // index names the step (copy_async's `slot`): the pipeline and the race
 // proof see one sequence, and the tile and head are computed from it. It
@@ -38,6 +44,7 @@
 #include "flashtile/Dialect/Attn/Analysis/HookGradient.h"
 #include "flashtile/Dialect/Attn/Analysis/SharedMemoryAllocation.h"
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
+#include "flashtile/Dialect/Attn/Transforms/MaskAnalysis.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -553,6 +560,18 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
                          FragLayout::Rows);
   TileBuilder::TileRange range =
       t.kvBounds(blk, tileM, tileN, windowLeft, windowRight);
+  // A mask_mod with a key interval skips the tiles it drops whole, and
+  // when the interval is exact the unmasked tiles run without it, as in
+  // the forward.
+  bool leftEdge = windowLeft >= 0, unmaskedNeedsMaskMod = maskMod;
+  if (maskMod) {
+    FailureOr<bool> exact =
+        refineByKeyRange(t, forward, *maskMod, blk, range, tileM, tileN);
+    if (succeeded(exact)) {
+      leftEdge = true;
+      unmaskedNeedsMaskMod = !*exact;
+    }
+  }
   Value scaleValue = t.softmaxScale(scale);
   Value scaleLog2 = exponentFactor(b, t, scaleValue);
   int64_t left = windowLeft, right = windowRight;
@@ -577,8 +596,8 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
         });
       if (masked)
         s = t.mask(s, blk, j, left, right);
-      // The mask_mod on every tile: -inf where it drops the key.
-      if (maskMod)
+      // The mask_mod: -inf where it drops the key.
+      if (maskMod && (masked || unmaskedNeedsMaskMod))
         s = t.map({s, blk.batch, blk.head, q0, kv0},
                   [&](OpBuilder &b, Location loc, ValueRange x) {
           Value query = arith::AddIOp::create(b, loc, x[3], x[5]);
@@ -610,7 +629,7 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
   acc = llvm::to_vector(loop(range.unmaskedEnd, range.end, acc, true));
   acc = llvm::to_vector(
       loop(range.unmaskedBegin, range.unmaskedEnd, acc, false));
-  if (windowLeft >= 0)
+  if (leftEdge)
     acc = llvm::to_vector(loop(range.begin, range.unmaskedBegin, acc, true));
   t.storeTile(acc[0], arg(kernel, "dq"), {blk.batch, q0, blk.head, t.index(0)});
 }
@@ -665,6 +684,26 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                          tileM);
     hi = max(min(end, tiles), lo);
   }
+  // The number of query heads that step through this KV head's tiles,
+  // built where first needed (the IR of kernels without a mask_mod stays
+  // as it was verified on the GPU).
+  Value group;
+  auto groupSize = [&] {
+    if (!group) {
+      Value headsQ = SizeOp::create(b, loc, b.getIndexType(),
+                                    b.getStringAttr(abi::kQuerySide.heads));
+      Value headsKV = SizeOp::create(b, loc, b.getIndexType(),
+                                     b.getStringAttr(abi::kKeySide.heads));
+      group = arith::DivUIOp::create(b, loc, headsQ, headsKV);
+    }
+    return group;
+  };
+  // A mask_mod with a key interval: only the query tiles with a row whose
+  // interval meets this KV tile (the transpose of the forward's key_range;
+  // every step evaluates the mask anyway, so a superset is exact enough).
+  if (maskMod)
+    refineByQueryRange(t, forward, *maskMod, blk, blk.head, groupSize(), lo,
+                       hi, tileM, tileN);
   // Of those, the tiles [ulo, uhi) need no mask: every query of the tile
   // is before seqlen_q and sees every key of the (whole) key tile. A query
   // row that sees a key has a finite LSE, so they need no -inf test
@@ -708,13 +747,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   // the pipeline's copies for earlier steps read the right tiles across
   // the loops; steps before the first read its tile, and a count of 0
   // divides by 1.
-  Value headsQ = SizeOp::create(b, loc, b.getIndexType(),
-                                b.getStringAttr(abi::kQuerySide.heads));
-  Value headsKV = SizeOp::create(b, loc, b.getIndexType(),
-                                 b.getStringAttr(abi::kKeySide.heads));
-  Value group = arith::DivUIOp::create(b, loc, headsQ, headsKV);
-  Value unmaskedSteps = arith::MulIOp::create(b, loc, group, unmasked);
-  Value maskedSteps = arith::MulIOp::create(b, loc, group, masked);
+  Value unmaskedSteps = arith::MulIOp::create(b, loc, groupSize(), unmasked);
+  Value maskedSteps = arith::MulIOp::create(b, loc, groupSize(), masked);
   Value first = tiles;
   Value middle = add(first, unmaskedSteps);
   Value last = add(middle, maskedSteps);

@@ -188,18 +188,10 @@ void TileProgramBuilder::build() {
   bool maskReadsHead =
       hasMaskMod() && !attention.getMaskMod().front().getArgument(1).use_empty();
   if (hasMaskMod() && !(packed && maskReadsHead)) {
-    KeyRangeOp keyRange = t.keyRange(blk, range, tileM, tileN);
-    bool monotone = true;
-    FailureOr<bool> exact = buildKeyRange(kernel, attention.getMaskMod(),
-                                          keyRange.getBody(), monotone);
-    if (failed(exact)) {
-      keyRange.erase();
-    } else {
-      keyRange.setExact(*exact);
-      keyRange.setScanRows(!monotone);
-      range = {keyRange.getBegin(), keyRange.getUnmaskedBegin(),
-               keyRange.getUnmaskedEnd(), keyRange.getEnd()};
-      keyEnd = keyRange.getKeyEnd();
+    FailureOr<bool> exact =
+        refineByKeyRange(t, kernel, attention.getMaskMod(), blk, range,
+                         tileM, tileN, &keyEnd);
+    if (succeeded(exact)) {
       maskBounded = true;
       unmaskedNeedsMaskMod = !*exact;
     }

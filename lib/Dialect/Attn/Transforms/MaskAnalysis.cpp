@@ -327,3 +327,43 @@ FailureOr<bool> attn::buildKeyRange(KernelOp kernel, Region &maskMod,
       op.erase();
   return interval->exact;
 }
+
+FailureOr<bool> attn::refineByKeyRange(TileBuilder &t, KernelOp kernel,
+                                       Region &maskMod,
+                                       const TileBuilder::Block &block,
+                                       TileBuilder::TileRange &range,
+                                       int64_t tileM, int64_t tileN,
+                                       Value *keyEnd) {
+  KeyRangeOp keyRange = t.keyRange(block, range, tileM, tileN);
+  bool monotone = true;
+  FailureOr<bool> exact =
+      buildKeyRange(kernel, maskMod, keyRange.getBody(), monotone);
+  if (failed(exact)) {
+    keyRange.erase();
+    return failure();
+  }
+  keyRange.setExact(*exact);
+  keyRange.setScanRows(!monotone);
+  range = {keyRange.getBegin(), keyRange.getUnmaskedBegin(),
+           keyRange.getUnmaskedEnd(), keyRange.getEnd()};
+  if (keyEnd)
+    *keyEnd = keyRange.getKeyEnd();
+  return *exact;
+}
+
+void attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,
+                              Region &maskMod,
+                              const TileBuilder::Block &block, Value head,
+                              Value group, Value &begin, Value &end,
+                              int64_t tileM, int64_t tileN) {
+  QueryRangeOp queryRange =
+      t.queryRange(block, head, group, begin, end, tileM, tileN);
+  bool monotone = true;
+  if (failed(buildKeyRange(kernel, maskMod, queryRange.getBody(), monotone))) {
+    queryRange.erase();
+    return;
+  }
+  queryRange.setScanRows(!monotone);
+  begin = queryRange.getBegin();
+  end = queryRange.getEnd();
+}

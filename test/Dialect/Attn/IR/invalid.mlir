@@ -1295,3 +1295,50 @@ attn.kernel @copy_tile_indices arch(#attn.arch<sm_120>) attributes {tensors = [#
   // expected-error @below {{takes 4 indices into 'memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>', got 2}}
   attn.copy_tile %x[%c0, %c0] -> %buf[%c0] : !acc -> memref<1x64x64xf32, 3>
 }
+
+// -----
+
+// attn.query_range's region is a key_range body: (batch, head, q_idx) ->
+// (lo, hi).
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_yield arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{region must yield (lo, hi) as two indices}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index):
+    attn.yield %qi : index
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_args arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{region must take (index, index, index): batch, head, q_idx}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %qi: index):
+    attn.yield %qi, %qi : index, index
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_tiles arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{tile sizes must be positive}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 0 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index):
+    attn.yield %qi, %qi : index, index
+  }
+}

@@ -167,3 +167,81 @@ attn.kernel @document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} 
     attn.yield %same : i1
   }
 }
+
+// -----
+
+// A mask_mod with a monotone key interval (a band of 256 keys): the main
+// kernel visits only the query tiles with a row whose interval meets its
+// KV tile (attn.query_range, bisected: no scan_rows) over the group's
+// heads, all of them masked; the dQ kernel refines its KV tiles as the
+// forward does (an exact attn.key_range), so its middle loop runs without
+// the mask_mod.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// CHECK-LABEL: attn.kernel @band_bwd_main
+// CHECK:         %[[HQ:.*]] = attn.size "heads_q"
+// CHECK:         %[[HKV:.*]] = attn.size "heads_kv"
+// CHECK:         %[[GROUP:.*]] = arith.divui %[[HQ]], %[[HKV]]
+// CHECK:         %[[B:.*]], %[[E:.*]] = attn.query_range %m_block, %batch, %head, %[[GROUP]], %seqlen_q, %seqlen_k within %{{.*}}, %{{.*}} attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:           arith.subi
+// CHECK:           attn.yield
+// CHECK:         arith.subi %[[E]], %[[B]]
+// CHECK:         attn.kv_loop {{.*}} attributes {masked}
+// CHECK-NOT:     attn.kv_loop
+// CHECK-LABEL: attn.kernel @band_bwd_convert
+// DET-LABEL: attn.kernel @band_bwd_dq
+// DET:         attn.key_range {{.*}} attributes {exact, tile_m = 64 : i64, tile_n = 64 : i64}
+// DET:         attn.kv_loop {{.*}} attributes {masked}
+// DET:           arith.cmpi sge
+// DET:         attn.kv_loop
+// DET-NOT:       arith.cmpi sge
+// DET:         attn.kv_loop {{.*}} attributes {masked}
+attn.kernel @band arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 256 : index
+    %lo = arith.subi %i, %c : index
+    %a = arith.cmpi sge, %j, %lo : index
+    %z = arith.cmpi sle, %j, %i : index
+    %keep = arith.andi %a, %z : i1
+    attn.yield %keep : i1
+  }
+}
+
+// -----
+
+// Packed sequences (flashtile.varlen's mask): each row's keys are its
+// sequence's, read from tensors at q_idx, so the interval is not known to
+// be monotone: the main kernel's query_range scans every row (scan_rows),
+// reading the tensors through attn.kernel_arg.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!ids = memref<?xi32, strided<[?]>>
+// CHECK-LABEL: attn.kernel @packed_bwd_main
+// CHECK:         attn.query_range {{.*}} attributes {scan_rows, tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:           %[[SEQ:.*]] = attn.kernel_arg 0 : memref<?xi32, strided<[?]>>
+// CHECK:           memref.load %[[SEQ]]
+// CHECK:           attn.yield
+// CHECK:         attn.kv_loop {{.*}} attributes {masked}
+// CHECK-NOT:     attn.kv_loop
+// DET-LABEL: attn.kernel @packed_bwd_dq
+// DET:         attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 64 : i64}
+attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "start", "end"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %seq: !ids, %start: !ids, %end: !ids):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %s = memref.load %seq[%i] : !ids
+    %si = arith.index_cast %s : i32 to index
+    %a32 = memref.load %start[%si] : !ids
+    %e32 = memref.load %end[%si] : !ids
+    %a = arith.index_cast %a32 : i32 to index
+    %e = arith.index_cast %e32 : i32 to index
+    %ge = arith.cmpi sge, %j, %a : index
+    %lt = arith.cmpi slt, %j, %e : index
+    %keep = arith.andi %ge, %lt : i1
+    attn.yield %keep : i1
+  }
+}

@@ -41,6 +41,22 @@ struct HostI32 {
   bool sge(int64_t a, int64_t c) { return a >= c; }
   int64_t select(bool cond, int64_t a, int64_t c) { return cond ? a : c; }
   bool bitOr(bool a, bool c) { return a || c; }
+  bool bitXor(bool a, bool c) { return a != c; }
+  int64_t ctlz(int64_t a) {
+    uint32_t v = static_cast<uint32_t>(a);
+    int64_t zeros = 0;
+    for (uint32_t bit = 1u << 31; bit && !(v & bit); bit >>= 1)
+      ++zeros;
+    return zeros;
+  }
+};
+
+/// The loop of the query-tile search, on the host: `count` times state =
+/// body(i, state).
+auto hostLoop = [](int64_t count, auto state, auto body) {
+  for (int64_t i = 0; i < count; ++i)
+    state = body(i, state);
+  return state;
 };
 
 /// One problem and tiling; causal attention is windowRight = 0.
@@ -295,6 +311,118 @@ TEST(KVBoundsTest, KeyRangeMatchesBruteForce) {
               << what << " m=" << m << ": tile " << t
               << " runs unmasked but is not kept whole";
         }
+      }
+    }
+  }
+}
+
+/// bisectMeetingRows, scanMeetingRows and rowsToQueryTiles (attn.query_range)
+/// against brute force: for each KV tile and a random range of query tiles,
+/// the tiles found are exactly those holding a row below seqlen_q whose
+/// interval meets a key of the tile below seqlen_k. Bisection is checked on
+/// the monotone masks (and costs 2 + 2 bit_length(r1 - r0) evaluations),
+/// the scan, lane by lane, on those and on intervals that are not monotone
+/// (a varlen mask's per-sequence ranges, random ones).
+TEST(KVBoundsTest, QueryTilesMatchBruteForce) {
+  HostI32 a;
+  const int64_t kUnbounded = int64_t(1) << 30;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int64_t> seqlen(1, 300), param(1, 200),
+      shape(0, kTileShapes.size() - 1);
+  for (int n = 0; n < 1500; ++n) {
+    int64_t sq = seqlen(rng), sk = seqlen(rng), p = param(rng);
+    KVTiling tiling = kTileShapes[shape(rng)];
+    int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+    // Sequences of a packed batch: row q belongs to sequence q / p and sees
+    // its keys [start, end); random intervals per row.
+    std::vector<std::pair<int64_t, int64_t>> randomRows(sq);
+    for (auto &row : randomRows) {
+      int64_t lo = int64_t(rng() % (sk + 20)) - 10;
+      row = {lo, lo + int64_t(rng() % 40) - 5};
+    }
+    struct Mask {
+      const char *name;
+      bool monotone;
+      std::function<std::pair<int64_t, int64_t>(int64_t)> interval;
+    };
+    Mask masks[] = {
+        {"prefix_lm", true,
+         [&](int64_t q) {
+           return std::make_pair(-kUnbounded, std::max(q, p - 1));
+         }},
+        {"chunked", true,
+         [&](int64_t q) {
+           return std::make_pair(q / p * p, q / p * p + p - 1);
+         }},
+        {"band", true,
+         [&](int64_t q) { return std::make_pair(q - p, q + p / 2); }},
+        {"reversed", true,
+         [&](int64_t q) { return std::make_pair(sk - q - p, sk - q); }},
+        {"packed", false,
+         [&](int64_t q) {
+           int64_t start = q / p * p * sk / std::max<int64_t>(sq, 1);
+           return std::make_pair(start, start + p / 2);
+         }},
+        {"random", false, [&](int64_t q) { return randomRows[q]; }},
+    };
+    int64_t mTiles = (sq + tileM - 1) / tileM;
+    int64_t nTiles = (sk + tileN - 1) / tileN;
+    for (const Mask &mask : masks) {
+      for (int64_t t = 0; t < nTiles; ++t) {
+        int64_t withinBegin = int64_t(rng() % (mTiles + 1));
+        int64_t withinEnd =
+            withinBegin + int64_t(rng() % (mTiles - withinBegin + 1));
+        int64_t r0 = withinBegin * tileM;
+        int64_t r1 = std::min(withinEnd * tileM, sq) - 1;
+        int64_t k0 = t * tileN, k1 = std::min(k0 + tileN, sk) - 1;
+        std::string what = std::string(mask.name) + " sq=" +
+                           std::to_string(sq) + " sk=" + std::to_string(sk) +
+                           " p=" + std::to_string(p) + " tile " +
+                           std::to_string(t) + " within [" +
+                           std::to_string(withinBegin) + ", " +
+                           std::to_string(withinEnd) + ")";
+        // The brute-force tiles: first and one past the last that meet.
+        int64_t want0 = withinBegin, want1 = withinBegin;
+        bool found = false;
+        for (int64_t q = r0; q <= r1; ++q) {
+          auto [lo, hi] = mask.interval(q);
+          if (lo <= k1 && hi >= k0) {
+            if (!found)
+              want0 = q / tileM;
+            want1 = q / tileM + 1;
+            found = true;
+          }
+        }
+        if (r1 < r0)
+          continue; // the lowering evaluates nothing then
+        int64_t calls = 0;
+        auto interval = [&](int64_t q) {
+          EXPECT_TRUE(r0 <= q && q <= r1) << what << ": evaluates row " << q;
+          ++calls;
+          return mask.interval(q);
+        };
+        if (mask.monotone) {
+          auto [first, last] =
+              bisectMeetingRows(a, r0, r1, k0, k1, interval, hostLoop);
+          auto [begin, end] =
+              rowsToQueryTiles(a, first, last, withinBegin, withinEnd, tileM);
+          EXPECT_EQ(begin, want0) << what << " (bisection)";
+          EXPECT_EQ(end, want1) << what << " (bisection)";
+          int64_t bits = 32 - a.ctlz(r1 - r0);
+          EXPECT_EQ(calls, 2 + 2 * bits) << what;
+        }
+        // The scan, each of 32 lanes, then the warp's reduction.
+        int64_t first = r1 + 1, last = r0 - 1;
+        for (int64_t lane = 0; lane < 32; ++lane) {
+          auto rows = scanMeetingRows(a, r0, r1, k0, k1, lane, 32, interval,
+                                      hostLoop);
+          first = std::min(first, rows.first);
+          last = std::max(last, rows.second);
+        }
+        auto [begin, end] =
+            rowsToQueryTiles(a, first, last, withinBegin, withinEnd, tileM);
+        EXPECT_EQ(begin, want0) << what << " (scan)";
+        EXPECT_EQ(end, want1) << what << " (scan)";
       }
     }
   }

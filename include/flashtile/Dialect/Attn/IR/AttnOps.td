@@ -253,7 +253,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [
 
 def Attn_YieldOp : Attn_Op<"yield", [Pure, Terminator, ReturnLike,
     ParentOneOf<["AttentionOp", "KVLoopOp", "ModifyScoresOp", "KeyRangeOp",
-                 "BlockRangesOp", "EpilogueOp", "MapOp", "ForEachOp"]>]> {
+                 "QueryRangeOp", "BlockRangesOp", "EpilogueOp", "MapOp",
+                 "ForEachOp"]>]> {
   let summary = "Ends a score_mod / mask_mod region or a KV-loop body";
   let description = [{
     ```mlir
@@ -398,6 +399,49 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
     $m_block `,` $batch `,` $head `,` $seqlen_q `,` $seqlen_k `within`
     $within_begin `,` $within_unmasked_begin `,` $within_unmasked_end `,` $within_end
     attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
+  let summary = "The query tiles a mask_mod allows one KV tile (key-grid kernels)";
+  let description = [{
+    The transpose of `attn.key_range`, for kernels whose blocks own a KV
+    tile and step over query tiles (the backward's main kernel). The region
+    is a key_range body: for query row `q_idx` of batch `batch` and query
+    head `head`, an interval `[lo, hi]` of keys that holds every key the
+    mask_mod keeps for that row.
+
+    The results are the query tiles `[begin, end)`, within the `within`
+    tiles, that hold a row below seqlen_q, of one of the `group` query heads
+    from `head` on, whose interval meets the keys of KV tile `n_block`
+    below seqlen_k. That is a superset of the tiles with a kept key, so the
+    kernel still masks every element of them; tiles outside hold no kept
+    key and are never visited.
+
+    Monotone intervals (no `scan_rows`) are searched by bisection: whether
+    a row's interval starts before the tile's last key, and whether it ends
+    after its first, each change at most once along the rows. With
+    `scan_rows` every row is evaluated.
+
+    ```mlir
+    %b, %e = attn.query_range %n, %batch, %head, %group, %sq, %sk
+        within %lo, %hi {tile_m = 64, tile_n = 64} {
+    ^bb0(%bi: index, %hi: index, %qi: index):
+      ...
+      attn.yield %lo, %hi : index, index
+    }
+    ```
+  }];
+  let arguments = (ins Index:$n_block, Index:$batch, Index:$head,
+                       Index:$group, Index:$seqlen_q, Index:$seqlen_k,
+                       Index:$within_begin, Index:$within_end,
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$scan_rows);
+  let results = (outs Index:$begin, Index:$end);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $n_block `,` $batch `,` $head `,` $group `,` $seqlen_q `,` $seqlen_k
+    `within` $within_begin `,` $within_end attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
 }

@@ -170,6 +170,13 @@ public:
   BlockRangesOp blockRanges(const Block &block, const TileRange &within,
                             int64_t tileM, int64_t tileN, bool perHead,
                             FLASHTILE_CALLER);
+  /// attn.query_range of a key-grid block (whose KV tile is
+  /// block.mBlock) over the query tiles [begin, end) and the `group` query
+  /// heads from `head`; region empty.
+  QueryRangeOp queryRange(const Block &block, mlir::Value head,
+                          mlir::Value group, mlir::Value begin,
+                          mlir::Value end, int64_t tileM, int64_t tileN,
+                          FLASHTILE_CALLER);
 
   //===--- The KV loop and the block's exits -----------------------------===//
   /// The body of a KV loop: given the tile index and the loop-carried

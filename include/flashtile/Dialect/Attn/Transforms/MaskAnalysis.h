@@ -17,6 +17,7 @@
 #define FLASHTILE_DIALECT_ATTN_TRANSFORMS_MASKANALYSIS_H
 
 #include "flashtile/Dialect/Attn/IR/Attn.h"
+#include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 
 namespace flashtile::attn {
 
@@ -29,6 +30,29 @@ namespace flashtile::attn {
 /// sequence), the key range must be evaluated at every row of a tile.
 mlir::FailureOr<bool> buildKeyRange(KernelOp kernel, mlir::Region &maskMod,
                                     mlir::Region &body, bool &monotone);
+
+/// Refines `range`, the KV tiles query tile block.mBlock visits, by the key
+/// interval of `maskMod` (an attn.key_range built with buildKeyRange at
+/// t's insertion point). On success `range` (and `keyEnd`, if given) take
+/// its results, and the result says whether the interval is exact: the
+/// tiles of the unmasked range then need no mask_mod. Failure, with
+/// nothing built, when the mask has no key interval.
+mlir::FailureOr<bool> refineByKeyRange(TileBuilder &t, KernelOp kernel,
+                                       mlir::Region &maskMod,
+                                       const TileBuilder::Block &block,
+                                       TileBuilder::TileRange &range,
+                                       int64_t tileM, int64_t tileN,
+                                       mlir::Value *keyEnd = nullptr);
+
+/// The query tiles of [begin, end) a key-grid block (whose KV tile is
+/// block.mBlock) visits for `maskMod`: those with a row of one of the
+/// `group` query heads from `head` whose key interval meets the KV tile
+/// (an attn.query_range). Unchanged when the mask has no key interval.
+void refineByQueryRange(TileBuilder &t, KernelOp kernel,
+                        mlir::Region &maskMod, const TileBuilder::Block &block,
+                        mlir::Value head, mlir::Value group,
+                        mlir::Value &begin, mlir::Value &end, int64_t tileM,
+                        int64_t tileN);
 
 } // namespace flashtile::attn
 
