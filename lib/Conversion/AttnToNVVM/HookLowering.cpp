@@ -172,7 +172,7 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
 /// The query tiles of `within` with a row, of one of the group's heads,
 /// whose key interval meets this KV tile's keys (KVBounds.h's search:
 /// bisection of monotone intervals; with scan_rows, the lanes of each warp
-/// take every 32nd row and reduce with shuffles, so every warp holds the
+/// take every 32nd row, four per step, and reduce with shuffles, so every warp holds the
 /// result without shared memory; the op runs before any divergence). The
 /// body is emitted at every row it is evaluated at (each with its own
 /// HookEmitter: they cache what they emit, and the rows lie in different
@@ -180,6 +180,9 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
 /// evaluated, so no hook reads past its tensors.
 struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
+  /// Rows each lane evaluates per step of the scan: their loads (a varlen
+  /// mask reads a row's sequence, then the sequence's bounds) overlap.
+  static constexpr int64_t kScanUnroll = 4;
 
   LogicalResult lower(QueryRangeOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
@@ -228,9 +231,9 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
           };
           Value first, last;
           if (op.getScanRows()) {
-            std::tie(first, last) =
-                scanMeetingRows(e, r0, r1, k0, k1, ctx.thread().lane,
-                                kWarpSize, interval, loop);
+            std::tie(first, last) = scanMeetingRows<kScanUnroll>(
+                e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize, interval,
+                loop);
             for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
               first = e.smin(first, e.shflXor(first, mask));
               last = e.smax(last, e.shflXor(last, mask));

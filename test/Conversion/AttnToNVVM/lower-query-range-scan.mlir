@@ -2,8 +2,9 @@
 
 // attn.query_range with scan_rows (packed sequences: each row's keys are
 // read from tensors at q_idx): each lane evaluates every 32nd row of the
-// within rows, the last clamped, and keeps the first and last row whose
-// interval meets the KV tile; the warp then reduces them with shuffles,
+// within rows, four rows (twelve loads) per step so that their loads
+// overlap, those past the last clamped, and keeps the first and last row
+// whose interval meets the KV tile; the warp then reduces them with shuffles,
 // so every warp holds the result. The mask reads the head, so the loop
 // over the group's heads runs group times.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
@@ -19,9 +20,8 @@
 // CHECK:       ^[[BODY]](%[[I:[0-9]+]]: i32
 // CHECK:         llvm.mul %[[I]], %{{.*}} : i32
 // CHECK:         %[[Q:.*]] = llvm.intr.smin(%{{.*}}, %{{.*}}) : (i32, i32) -> i32
-// CHECK:         llvm.load
-// CHECK:         llvm.load
-// CHECK:         llvm.load
+// CHECK-COUNT-12: llvm.load
+// CHECK-NOT:     llvm.load
 // CHECK:         llvm.br ^[[ROW]]
 // CHECK-COUNT-10: nvvm.shfl.sync bfly
 // CHECK:         llvm.br ^[[HEAD]]

@@ -278,23 +278,31 @@ std::pair<V, V> bisectMeetingRows(A &a, V r0, V r1, V k0, V k1,
 
 /// The rows of [r0, r1] (r0 <= r1) whose interval, monotone or not, meets
 /// keys [k0, k1], as one lane of `lanes` sees them: it evaluates rows r0 +
-/// lane, r0 + lane + lanes, ... (the last clamped to r1, which changes
-/// nothing) and returns the first and last meeting row among them (r1 + 1
+/// lane, r0 + lane + lanes, ... (past r1 clamped to r1, which changes
+/// nothing), `unroll` of them per step so that their loads are in flight
+/// together, and returns the first and last meeting row among them (r1 + 1
 /// and r0 - 1 when none); the caller takes the minimum and maximum over the
 /// lanes.
-template <typename A, typename V, typename IntervalFn, typename LoopFn>
+template <int64_t unroll, typename A, typename V, typename IntervalFn,
+          typename LoopFn>
 std::pair<V, V> scanMeetingRows(A &a, V r0, V r1, V k0, V k1, V lane,
                                 int64_t lanes, IntervalFn interval,
                                 LoopFn loop) {
-  V steps = a.sdiv(a.add(a.sub(r1, r0), lanes), a.i32(lanes));
+  int64_t stride = lanes * unroll;
+  V steps = a.sdiv(a.add(a.sub(r1, r0), stride), a.i32(stride));
   std::array<V, 2> found = loop(
       steps, std::array<V, 2>{a.add(r1, 1), a.sub(r0, a.i32(1))},
       [&](V i, const std::array<V, 2> &x) {
-        V q = a.smin(a.add(a.add(r0, lane), a.mul(i, lanes)), r1);
-        auto [lo, hi] = interval(q);
-        auto misses = a.bitOr(a.slt(k1, lo), a.slt(hi, k0));
-        return std::array<V, 2>{a.select(misses, x[0], a.smin(x[0], q)),
-                                a.select(misses, x[1], a.smax(x[1], q))};
+        V base = a.add(a.add(r0, lane), a.mul(i, stride));
+        std::array<V, 2> next = x;
+        for (int64_t u = 0; u < unroll; ++u) {
+          V q = a.smin(a.add(base, u * lanes), r1);
+          auto [lo, hi] = interval(q);
+          auto misses = a.bitOr(a.slt(k1, lo), a.slt(hi, k0));
+          next = {a.select(misses, next[0], a.smin(next[0], q)),
+                  a.select(misses, next[1], a.smax(next[1], q))};
+        }
+        return next;
       });
   return {found[0], found[1]};
 }

@@ -17,6 +17,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace flashtile::attn;
@@ -411,18 +412,23 @@ TEST(KVBoundsTest, QueryTilesMatchBruteForce) {
           int64_t bits = 32 - a.ctlz(r1 - r0);
           EXPECT_EQ(calls, 2 + 2 * bits) << what;
         }
-        // The scan, each of 32 lanes, then the warp's reduction.
-        int64_t first = r1 + 1, last = r0 - 1;
-        for (int64_t lane = 0; lane < 32; ++lane) {
-          auto rows = scanMeetingRows(a, r0, r1, k0, k1, lane, 32, interval,
-                                      hostLoop);
-          first = std::min(first, rows.first);
-          last = std::max(last, rows.second);
-        }
-        auto [begin, end] =
-            rowsToQueryTiles(a, first, last, withinBegin, withinEnd, tileM);
-        EXPECT_EQ(begin, want0) << what << " (scan)";
-        EXPECT_EQ(end, want1) << what << " (scan)";
+        // The scan, each of 32 lanes, then the warp's reduction; one row
+        // and four per lane and step.
+        auto scan = [&](auto unroll) {
+          int64_t first = r1 + 1, last = r0 - 1;
+          for (int64_t lane = 0; lane < 32; ++lane) {
+            auto rows = scanMeetingRows<decltype(unroll)::value>(
+                a, r0, r1, k0, k1, lane, 32, interval, hostLoop);
+            first = std::min(first, rows.first);
+            last = std::max(last, rows.second);
+          }
+          auto [begin, end] =
+              rowsToQueryTiles(a, first, last, withinBegin, withinEnd, tileM);
+          EXPECT_EQ(begin, want0) << what << " (scan by " << unroll << ")";
+          EXPECT_EQ(end, want1) << what << " (scan by " << unroll << ")";
+        };
+        scan(std::integral_constant<int64_t, 1>());
+        scan(std::integral_constant<int64_t, 4>());
       }
     }
   }
