@@ -3,7 +3,7 @@
 #include "Emitter.h"
 
 #include "flashtile/ABI/TargetLimits.h"
-#include "flashtile/Conversion/AttnToNVVM/KVBounds.h"
+#include "flashtile/Dialect/Attn/Utils/KVBounds.h"
 
 using namespace mlir;
 using namespace flashtile;

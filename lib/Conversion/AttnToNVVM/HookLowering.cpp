@@ -2,12 +2,13 @@
 //
 // attn.modify_scores runs its hook regions once per accumulator element of
 // the score tile, in registers, between the QK^T mma and the softmax
-// (HookEmitter.h emits them). attn.key_range and attn.block_ranges refine
-// the KV-tile range of attn.kv_bounds by a mask known at compile time and by
-// the run-time block mask, and attn.query_range the query tiles of a
-// key-grid block by the former; BlockMaskKernel.cpp builds the kernel that fills
-// the latter, and DiagonalTableKernel.cpp the kernel that fills the
-// diagonal table a costly term of k - q is read from.
+// (HookEmitter.h emits them). attn.key_range refines the KV-tile range of
+// attn.kv_bounds by a mask's key interval known at compile time, and
+// attn.query_range the query tiles of a key-grid block by the same
+// interval; attn.block_ranges refines it by the run-time block mask, whose
+// kernels BlockMaskKernel.cpp builds. DiagonalTableKernel.cpp builds the
+// kernel that fills the diagonal table a costly term of k - q is read
+// from.
 //
 //===----------------------------------------------------------------------===//
 
@@ -170,14 +171,14 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
 };
 
 /// The query tiles of `within` with a row, of one of the group's heads,
-/// whose key interval meets this KV tile's keys (KVBounds.h's search:
+/// whose key interval meets this KV tile's keys (KVBounds.h's searches):
 /// bisection of monotone intervals; with scan_rows, the lanes of each warp
-/// take every 32nd row, four per step, and reduce with shuffles, so every warp holds the
-/// result without shared memory; the op runs before any divergence). The
-/// body is emitted at every row it is evaluated at (each with its own
-/// HookEmitter: they cache what they emit, and the rows lie in different
-/// blocks of the search's loops). With no row or no key nothing is
-/// evaluated, so no hook reads past its tensors.
+/// take every 32nd row, kScanUnroll of them per step, and reduce with
+/// shuffles, so every warp holds the result without shared memory (the op
+/// runs before any divergence). The body is emitted at every row it is
+/// evaluated at, each with its own HookEmitter (they cache what they emit,
+/// and the rows lie in different blocks of the search's loops). With no
+/// row or no key nothing is evaluated, so no hook reads past its tensors.
 struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
   /// Rows each lane evaluates per step of the scan: their loads (a varlen

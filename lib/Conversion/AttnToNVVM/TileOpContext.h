@@ -14,7 +14,7 @@
 #include "KernelParams.h"
 
 #include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
-#include "flashtile/Conversion/AttnToNVVM/KVBounds.h"
+#include "flashtile/Dialect/Attn/Utils/KVBounds.h"
 
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 

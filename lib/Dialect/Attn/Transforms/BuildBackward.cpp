@@ -46,6 +46,7 @@
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 #include "flashtile/Dialect/Attn/Transforms/MaskAnalysis.h"
 #include "flashtile/Dialect/Attn/Transforms/Passes.h"
+#include "flashtile/Dialect/Attn/Utils/KVBounds.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -160,13 +161,39 @@ buildFirstThatFits(ArrayRef<Shape> shapes, int64_t limit,
   llvm_unreachable("no backward shape to build");
 }
 
-/// Index arithmetic of the block's bounds, one op per call.
-struct IndexMath {
+/// Index arithmetic at the builder's insertion point, one arith op per
+/// call: the policy KVBounds.h's templates take in a tile program (index
+/// is i32 in the kernel).
+struct IndexArith {
   OpBuilder &b;
   Location loc;
-  template <typename Op> Value get(Value x, Value y) {
-    return Op::create(b, loc, x, y).getResult();
+  Value i32(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t c) { return add(x, i32(c)); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t c) {
+    return arith::MulIOp::create(b, loc, x, i32(c));
   }
+  Value udiv(Value x, int64_t c) {
+    return arith::DivUIOp::create(b, loc, x, i32(c));
+  }
+  Value smin(Value x, Value y) {
+    return arith::MinSIOp::create(b, loc, x, y);
+  }
+  Value smax(Value x, Value y) {
+    return arith::MaxSIOp::create(b, loc, x, y);
+  }
+  Value cmp(arith::CmpIPredicate pred, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  }
+  Value slt(Value x, Value y) { return cmp(arith::CmpIPredicate::slt, x, y); }
+  Value sle(Value x, Value y) { return cmp(arith::CmpIPredicate::sle, x, y); }
+  Value sgt(Value x, Value y) { return cmp(arith::CmpIPredicate::sgt, x, y); }
+  Value sge(Value x, Value y) { return cmp(arith::CmpIPredicate::sge, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value bitOr(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
 };
 
 /// Whether hook region `hook` (possibly empty) loads from a tensor that
@@ -641,18 +668,11 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   TileBuilder t(b, loc, kernel);
   Type f32 = b.getF32Type(), dtype = qType.getElementType();
   int64_t tileM = shape.tileM, tileN = shape.tileN;
-  IndexMath math{b, loc};
-  auto add = [&](Value x, Value y) { return math.get<arith::AddIOp>(x, y); };
-  auto sub = [&](Value x, Value y) { return math.get<arith::SubIOp>(x, y); };
-  auto max = [&](Value x, Value y) { return math.get<arith::MaxSIOp>(x, y); };
-  auto min = [&](Value x, Value y) { return math.get<arith::MinSIOp>(x, y); };
-  auto mul = [&](Value x, int64_t y) {
-    return math.get<arith::MulIOp>(x, t.index(y));
-  };
-  // Every quotient's dividend is clamped non-negative first.
-  auto divide = [&](Value x, int64_t y) {
-    return math.get<arith::DivUIOp>(x, t.index(y));
-  };
+  IndexArith ia{b, loc};
+  auto add = [&](Value x, Value y) { return ia.add(x, y); };
+  auto sub = [&](Value x, Value y) { return ia.sub(x, y); };
+  auto max = [&](Value x, Value y) { return ia.smax(x, y); };
+  auto mul = [&](Value x, int64_t y) { return ia.mul(x, y); };
 
   TileBuilder::Block blk = t.blockContext();
   Value ks = t.buffer("K", 1, tileN, headDim);
@@ -666,24 +686,13 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   t.copy(arg(kernel, "k"), blk.batch, n, blk.kvHead, ks);
   t.copy(arg(kernel, "v"), blk.batch, n, blk.kvHead, vs);
 
-  // The query tiles [lo, hi) that see a key of [kv0, kv0 + tileN): query q
-  // sees key k when q + shift - left <= k <= q + shift + right.
-  Value kv0 = mul(n, tileN);
-  Value tiles = divide(add(blk.seqlenQ, t.index(tileM - 1)), tileM);
-  Value shift = sub(blk.seqlenK, blk.seqlenQ);
-  Value lo = t.index(0), hi = tiles;
-  if (windowRight >= 0) {
-    Value first = sub(sub(kv0, shift), t.index(windowRight));
-    lo = min(divide(max(first, t.index(0)), tileM), tiles);
-  }
-  if (windowLeft >= 0) {
-    Value last = add(sub(add(kv0, t.index(tileN - 1)), shift),
-                     t.index(windowLeft));
-    Value end = divide(add(max(add(last, t.index(1)), t.index(0)),
-                             t.index(tileM - 1)),
-                         tileM);
-    hi = max(min(end, tiles), lo);
-  }
+  // The query tiles [lo, hi) the window lets this KV tile see
+  // (KVBounds.h).
+  KVTiling tiling{tileM, tileN, windowLeft, windowRight};
+  KeyGridTiles<Value> window = computeQueryTilesOfKeys(
+      ia, n, blk.seqlenQ, blk.seqlenK, tiling);
+  Value kv0 = window.kv0, tiles = window.tiles, shift = window.shift;
+  Value lo = window.begin, hi = window.end;
   // The number of query heads that step through this KV head's tiles,
   // built where first needed (the IR of kernels without a mask_mod stays
   // as it was verified on the GPU).
@@ -699,37 +708,17 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     return group;
   };
   // A mask_mod with a key interval: only the query tiles with a row whose
-  // interval meets this KV tile (the transpose of the forward's key_range;
-  // every step evaluates the mask anyway, so a superset is exact enough).
+  // interval meets this KV tile (the transpose of the forward's key_range).
+  // Every step evaluates the mask, so a superset of the tiles with a kept
+  // key is correct; a subset would drop gradient.
   if (maskMod)
     refineByQueryRange(t, forward, *maskMod, blk, blk.head, groupSize(), lo,
                        hi, tileM, tileN);
-  // Of those, the tiles [ulo, uhi) need no mask: every query of the tile
-  // is before seqlen_q and sees every key of the (whole) key tile. A query
-  // row that sees a key has a finite LSE, so they need no -inf test
-  // either.
+  // Of those, the tiles [ulo, uhi) need no mask (KVBounds.h).
   Value count = sub(hi, lo);
-  Value ulo = lo, uhi = hi;
-  if (windowRight >= 0) {
-    // i * tileM >= kv0 + tileN - 1 - shift - right.
-    Value first = sub(sub(add(kv0, t.index(tileN - 1)), shift),
-                      t.index(windowRight));
-    ulo = divide(add(max(first, t.index(0)), t.index(tileM - 1)), tileM);
-  }
-  // (i + 1) * tileM <= seqlen_q, and <= kv0 + 1 - shift + left.
-  Value fullTiles = divide(blk.seqlenQ, tileM);
-  uhi = fullTiles;
-  if (windowLeft >= 0) {
-    Value last = add(sub(add(kv0, t.index(1)), shift), t.index(windowLeft));
-    uhi = min(uhi, divide(max(last, t.index(0)), tileM));
-  }
-  ulo = min(max(ulo, lo), hi);
-  uhi = max(min(uhi, hi), ulo);
-  // A key tile past seqlen_k's end masks every tile.
-  Value wholeKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
-                                          add(kv0, t.index(tileN)),
-                                          blk.seqlenK);
-  uhi = arith::SelectOp::create(b, loc, wholeKeys, uhi, ulo);
+  UnmaskedTiles<Value> whole = computeUnmaskedQueryTiles(
+      ia, kv0, shift, lo, hi, blk.seqlenQ, blk.seqlenK, tiling);
+  Value ulo = whole.begin, uhi = whole.end;
   // A mask_mod is evaluated at every entry: every step is masked.
   if (maskMod)
     uhi = ulo;
@@ -831,33 +820,15 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           if (!withMask)
             return scoreMod ? zeroWhere(b, loc, keptNoKey(b, loc, l), p) : p;
           positions();
-          auto idx = [&](int64_t v) {
-            return arith::ConstantIndexOp::create(b, loc, v).getResult();
-          };
-          auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
-            return arith::CmpIOp::create(b, loc, pred, x, y).getResult();
-          };
-          auto orI = [&](Value x, Value y) {
-            return arith::OrIOp::create(b, loc, x, y).getResult();
-          };
-          Value diagonal = arith::AddIOp::create(b, loc, query, sh);
-          Value out = orI(cmp(arith::CmpIPredicate::sge, key, nk),
-                          cmp(arith::CmpIPredicate::sge, query, nq));
-          if (right >= 0)
-            out = orI(out, cmp(arith::CmpIPredicate::sgt, key,
-                               arith::AddIOp::create(b, loc, diagonal,
-                                                     idx(right))));
-          if (left >= 0)
-            out = orI(out, cmp(arith::CmpIPredicate::slt, key,
-                               arith::SubIOp::create(b, loc, diagonal,
-                                                     idx(left))));
+          IndexArith ia{b, loc};
+          Value out = isEntryOutside(ia, query, key, nq, nk, sh, left, right);
           if (maskMod) {
             Value one = arith::ConstantOp::create(b, loc, b.getBoolAttr(true));
             Value drops = arith::XOrIOp::create(
                 b, loc, keeps(b, x[9], x[10], query, key), one);
-            out = orI(out, drops);
+            out = ia.bitOr(out, drops);
           }
-          return zeroWhere(b, loc, orI(out, keptNoKey(b, loc, l)), p);
+          return zeroWhere(b, loc, ia.bitOr(out, keptNoKey(b, loc, l)), p);
         });
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
     Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0}, tileM,

@@ -18,11 +18,17 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
 
 namespace {
+
+/// The largest constant factor a product keeps monotone: positions below
+/// 2^19 times it stay below 2^31.
+constexpr int64_t kMaxMonotoneFactor = 4096;
 
 /// How a row-only value moves as q_idx grows.
 enum class Mono { Const, Inc, Dec, Unknown };
@@ -156,18 +162,34 @@ Mono KeyRangeBuilder::monotonicity(Operation &op) {
     return combine(of(0), negate(of(1)));
   if (isa<arith::MaxSIOp, arith::MinSIOp>(op))
     return combine(of(0), of(1));
+  // A product with a constant keeps (or reverses) the order while it does
+  // not wrap i32: with |c| <= kMaxMonotoneFactor, for positions below
+  // 2^31 / kMaxMonotoneFactor.
   if (isa<arith::MulIOp>(op)) {
     for (unsigned i = 0; i < 2; ++i)
-      if (std::optional<int64_t> c = constantOf(op.getOperand(i)))
-        return *c > 0 ? of(1 - i) : *c < 0 ? negate(of(1 - i)) : Mono::Const;
+      if (std::optional<int64_t> c = constantOf(op.getOperand(i))) {
+        if (*c == 0)
+          return Mono::Const;
+        if (std::abs(*c) > kMaxMonotoneFactor)
+          break;
+        return *c > 0 ? of(1 - i) : negate(of(1 - i));
+      }
   }
   if (isa<arith::DivSIOp, arith::FloorDivSIOp, arith::CeilDivSIOp>(op)) {
     std::optional<int64_t> c = constantOf(op.getOperand(1));
     if (c && *c > 0)
       return of(0);
   }
-  if (isa<arith::IndexCastOp, arith::ExtSIOp>(op))
+  // Casts keep the order, unless one narrows below the kernel's 32-bit
+  // index, where it wraps.
+  if (isa<arith::IndexCastOp, arith::ExtSIOp>(op)) {
+    auto narrow = [](Type type) {
+      return type.isInteger() && type.getIntOrFloatBitWidth() < 32;
+    };
+    if (of(0) != Mono::Const && narrow(op.getResult(0).getType()))
+      return Mono::Unknown;
     return of(0);
+  }
   for (unsigned i = 0; i < op.getNumOperands(); ++i)
     if (of(i) != Mono::Const)
       return Mono::Unknown;

@@ -159,3 +159,63 @@ attn.kernel @square arch(#attn.arch<sm_120>) config(#cfg) {
     attn.yield %keep : i1
   }
 }
+
+// -----
+
+// Arithmetic that may wrap is not monotone: a cast of q_idx to i16 (wraps
+// past 32767) and a product with a factor over 4096 (wraps i32 past 2^19
+// positions) are scanned per row; a product with 4096 is not.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+#cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
+// CHECK-LABEL: attn.kernel @narrow
+// CHECK:         attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 32 : i64}
+attn.kernel @narrow arch(#attn.arch<sm_120>) config(#cfg) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %n = arith.index_cast %i : index to i16
+    %w = arith.index_cast %n : i16 to index
+    %keep = arith.cmpi sle, %j, %w : index
+    attn.yield %keep : i1
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+#cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
+// CHECK-LABEL: attn.kernel @large_factor
+// CHECK:         attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 32 : i64}
+attn.kernel @large_factor arch(#attn.arch<sm_120>) config(#cfg) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 4097 : index
+    %w = arith.muli %i, %c : index
+    %keep = arith.cmpi sle, %j, %w : index
+    attn.yield %keep : i1
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+#cfg = #attn.config<tile_m = 64, tile_n = 32, stages = 1, warps = 4, q_in_regs = false>
+// CHECK-LABEL: attn.kernel @factor
+// CHECK:         attn.key_range {{.*}} attributes {exact, tile_m = 64 : i64, tile_n = 32 : i64}
+attn.kernel @factor arch(#attn.arch<sm_120>) config(#cfg) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %c = arith.constant 4096 : index
+    %w = arith.muli %i, %c : index
+    %keep = arith.cmpi sle, %j, %w : index
+    attn.yield %keep : i1
+  }
+}

@@ -404,7 +404,7 @@ def Attn_KeyRangeOp : Attn_Op<"key_range", [Pure, IsolatedFromAbove]> {
 }
 
 def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
-  let summary = "The query tiles a mask_mod allows one KV tile (key-grid kernels)";
+  let summary = "The query tiles a mask_mod allows one KV tile (key grids)";
   let description = [{
     The transpose of `attn.key_range`, for kernels whose blocks own a KV
     tile and step over query tiles (the backward's main kernel). The region

@@ -1,13 +1,15 @@
-//===- KVBoundsTest.cpp - KV-tile ranges and masks against brute force ----===//
+//===- KVBoundsTest.cpp - Tile ranges and masks against brute force -------===//
 //
 // Evaluates the window arithmetic of KVBounds.h, the same templates the
-// lowering emits as IR, on the host with i32 semantics, and checks the
-// contract of attn.kv_bounds and attn.mask against a per-element reference
-// of visibility, for many sequence lengths, windows and tile shapes.
+// lowering and the backward's tile program emit as IR, on the host with i32
+// semantics, and checks the contract of attn.kv_bounds and attn.mask, of
+// the key-grid kernel's query-tile ranges and entry test, and of the
+// key-interval searches, against a per-element reference of visibility,
+// for many sequence lengths, windows and tile shapes.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashtile/Conversion/AttnToNVVM/KVBounds.h"
+#include "flashtile/Dialect/Attn/Utils/KVBounds.h"
 
 #include "gtest/gtest.h"
 
@@ -38,7 +40,12 @@ struct HostI32 {
   int64_t sdiv(int64_t a, int64_t c) { return wrap(a / c); }
   int64_t smin(int64_t a, int64_t c) { return std::min(a, c); }
   int64_t smax(int64_t a, int64_t c) { return std::max(a, c); }
+  int64_t udiv(int64_t a, int64_t c) {
+    return wrap(int64_t(uint32_t(a) / uint32_t(c)));
+  }
   bool slt(int64_t a, int64_t c) { return a < c; }
+  bool sle(int64_t a, int64_t c) { return a <= c; }
+  bool sgt(int64_t a, int64_t c) { return a > c; }
   bool sge(int64_t a, int64_t c) { return a >= c; }
   int64_t select(bool cond, int64_t a, int64_t c) { return cond ? a : c; }
   bool bitOr(bool a, bool c) { return a || c; }
@@ -429,6 +436,63 @@ TEST(KVBoundsTest, QueryTilesMatchBruteForce) {
         };
         scan(std::integral_constant<int64_t, 1>());
         scan(std::integral_constant<int64_t, 4>());
+      }
+    }
+  }
+}
+
+/// The key-grid kernel's window arithmetic (the backward's main kernel:
+/// one block per KV tile, stepping over query tiles) against brute force:
+/// [begin, end) holds every query tile with a valid row that sees a key of
+/// the tile; [unmaskedBegin, unmaskedEnd) lies within it and holds only
+/// tiles whose every row is valid and sees every key of the tile, all below
+/// seqlen_k; and the per-entry test is exactly invisibility.
+TEST(KVBoundsTest, KeyGridMatchesBruteForce) {
+  HostI32 a;
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int64_t> seqlen(1, 300), side(-1, 150),
+      shape(0, kTileShapes.size() - 1);
+  for (int n = 0; n < 4000; ++n) {
+    int64_t sq = seqlen(rng), sk = seqlen(rng);
+    KVTiling tiling = kTileShapes[shape(rng)];
+    tiling.windowLeft = side(rng);
+    tiling.windowRight = n % 3 == 0 ? 0 : side(rng);
+    Case c{sq, sk, tiling};
+    std::string what = c.str();
+    int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+    int64_t nTiles = (sk + tileN - 1) / tileN;
+    for (int64_t t = 0; t < nTiles; ++t) {
+      KeyGridTiles<int64_t> r = computeQueryTilesOfKeys(a, t, sq, sk, tiling);
+      UnmaskedTiles<int64_t> u = computeUnmaskedQueryTiles(
+          a, r.kv0, r.shift, r.begin, r.end, sq, sk, tiling);
+      ASSERT_EQ(r.kv0, t * tileN) << what;
+      ASSERT_EQ(r.shift, sk - sq) << what;
+      ASSERT_LE(0, r.begin) << what;
+      ASSERT_LE(r.begin, u.begin) << what << " key tile " << t;
+      ASSERT_LE(u.begin, u.end) << what << " key tile " << t;
+      ASSERT_LE(u.end, r.end) << what << " key tile " << t;
+      ASSERT_LE(r.end, r.tiles) << what;
+      for (int64_t m = 0; m < r.tiles; ++m) {
+        bool any = false, all = true;
+        for (int64_t i = m * tileM; i < (m + 1) * tileM; ++i)
+          for (int64_t j = t * tileN; j < (t + 1) * tileN; ++j) {
+            bool seen = i < sq && isVisible(c, i, j);
+            any |= seen;
+            all &= seen;
+            EXPECT_EQ(isEntryOutside(a, i, j, sq, sk, r.shift,
+                                     tiling.windowLeft, tiling.windowRight),
+                      !seen)
+                << what << " entry (" << i << ", " << j << ")";
+          }
+        bool visited = r.begin <= m && m < r.end;
+        bool unmasked = u.begin <= m && m < u.end;
+        EXPECT_TRUE(!any || visited)
+            << what << " key tile " << t << ": query tile " << m
+            << " sees a key but lies outside [" << r.begin << ", " << r.end
+            << ")";
+        EXPECT_TRUE(!unmasked || all)
+            << what << " key tile " << t << ": query tile " << m
+            << " runs unmasked but does not see the whole tile";
       }
     }
   }

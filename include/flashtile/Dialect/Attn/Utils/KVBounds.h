@@ -1,7 +1,11 @@
-//===- KVBounds.h - Which KV tiles a query tile visits, and how -*- C++ -*-===//
+//===- KVBounds.h - Which tiles a block visits, and how --------*- C++ -*-===//
 //
-// The one owner of the window arithmetic of the forward kernel: the KV-tile
-// ranges of `attn.kv_bounds` and the per-element decision of `attn.mask`.
+// The one owner of the window arithmetic: the KV-tile ranges of
+// `attn.kv_bounds` and the per-element decision of `attn.mask` (query-grid
+// kernels: the forward, the backward's dQ kernel), the query-tile ranges
+// and the per-element decision of the backward's key-grid main kernel, and
+// the searches of `attn.key_range` / `attn.query_range` over a mask_mod's
+// key intervals.
 //
 // Visibility. With o = seqlen_k - seqlen_q (bottom-right alignment) and the
 // window (left, right), -1 meaning unbounded, key j is visible to query row i
@@ -15,26 +19,29 @@
 // lo = m_block * tile_m, hi = min(lo + tile_m, seqlen_q) - 1.
 //
 // The functions are templates over an integer-arithmetic policy so that one
-// formula serves both the lowering, which instantiates it with its IR
-// emitter (values are mlir::Value, every call emits one LLVM op), and CPU
-// tests, which instantiate it with plain integers. A policy `A` over value
-// type V provides, with the semantics of the LLVM i32 ops:
+// formula serves the lowering, which instantiates it with its IR emitter
+// (values are mlir::Value, every call emits one LLVM op), the backward's
+// tile program, which instantiates it with index arith ops, and CPU tests,
+// which instantiate it with plain integers. A policy `A` over value type V
+// provides, with the semantics of the LLVM i32 ops:
 //
 //   V i32(int64_t)                        a constant
 //   V add(V, V), add(V, int64_t), sub(V, V), mul(V, int64_t)   wrapping
 //   V sdiv(V, V)                          rounding toward zero
+//   V udiv(V, int64_t)                    of a non-negative value
 //   V smin(V, V), smax(V, V)
-//   B slt(V, V), sge(V, V)                signed comparisons
+//   B slt(V, V), sge(V, V), sgt(V, V), sle(V, V)   signed comparisons
 //   V select(B, V, V)
 //   B bitOr(B, B)                         of two comparison results
 //
-// The lowering emits ops in the order of these calls (the IR, and so the
-// PTX, depends on it), so reordering them is not a neutral change.
+// (each template names the ones it uses). The emitters emit ops in the
+// order of these calls (the IR, and so the PTX, depends on it), so
+// reordering them is not a neutral change.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
-#define FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
+#ifndef FLASHTILE_DIALECT_ATTN_UTILS_KVBOUNDS_H
+#define FLASHTILE_DIALECT_ATTN_UTILS_KVBOUNDS_H
 
 #include <array>
 #include <cstdint>
@@ -208,7 +215,104 @@ auto isKeyMasked(A &a, const KeyWindow<V> &window, V col)
 }
 
 //===----------------------------------------------------------------------===//
-// The query tiles of one KV tile (attn.query_range, key-grid kernels)
+// The query tiles of one KV tile (key-grid kernels)
+//===----------------------------------------------------------------------===//
+
+/// The query tiles the window lets KV tile n of a key-grid block see:
+/// kv0 = n tile_n, its first key; `tiles` = ceil(seqlen_q / tile_m);
+/// `shift` = seqlen_k - seqlen_q; [begin, end) the query tiles with a row
+/// that sees a key of [kv0, kv0 + tile_n) (query q sees key k when
+/// q + shift - left <= k <= q + shift + right), begin <= end <= tiles.
+template <typename V> struct KeyGridTiles {
+  V kv0, tiles, shift, begin, end;
+};
+template <typename A, typename V>
+KeyGridTiles<V> computeQueryTilesOfKeys(A &a, V nBlock, V seqlenQ, V seqlenK,
+                                        const KVTiling &tiling) {
+  int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+  int64_t left = tiling.windowLeft, right = tiling.windowRight;
+  KeyGridTiles<V> r;
+  r.kv0 = a.mul(nBlock, tileN);
+  r.tiles = a.udiv(a.add(seqlenQ, a.i32(tileM - 1)), tileM);
+  r.shift = a.sub(seqlenK, seqlenQ);
+  r.begin = a.i32(0);
+  r.end = r.tiles;
+  // The first query that sees kv0 is kv0 - shift - right, clamped at 0.
+  if (right >= 0) {
+    V first = a.sub(a.sub(r.kv0, r.shift), a.i32(right));
+    r.begin = a.smin(a.udiv(a.smax(first, a.i32(0)), tileM), r.tiles);
+  }
+  // The last query that sees the tile's last key is kv0 + tile_n - 1 -
+  // shift + left.
+  if (left >= 0) {
+    V last = a.add(a.sub(a.add(r.kv0, a.i32(tileN - 1)), r.shift),
+                   a.i32(left));
+    V end = a.udiv(a.add(a.smax(a.add(last, a.i32(1)), a.i32(0)),
+                         a.i32(tileM - 1)),
+                   tileM);
+    r.end = a.smax(a.smin(end, r.tiles), r.begin);
+  }
+  return r;
+}
+
+/// Of the query tiles [begin, end) of KV tile kv0 (begin and end possibly
+/// refined further by a mask), those [unmaskedBegin, unmaskedEnd) whose
+/// every row is below seqlen_q and sees every key of the tile, which is
+/// whole (below seqlen_k): they need no per-element test (a row that sees
+/// a key has a finite LSE). begin <= unmaskedBegin <= unmaskedEnd <= end.
+template <typename V> struct UnmaskedTiles {
+  V begin, end;
+};
+template <typename A, typename V>
+UnmaskedTiles<V> computeUnmaskedQueryTiles(A &a, V kv0, V shift, V begin,
+                                           V end, V seqlenQ, V seqlenK,
+                                           const KVTiling &tiling) {
+  int64_t tileM = tiling.tileM, tileN = tiling.tileN;
+  int64_t left = tiling.windowLeft, right = tiling.windowRight;
+  V ulo = begin;
+  // i tile_m >= kv0 + tile_n - 1 - shift - right: the tile's first row
+  // sees its last key.
+  if (right >= 0) {
+    V first = a.sub(a.sub(a.add(kv0, a.i32(tileN - 1)), shift),
+                    a.i32(right));
+    ulo = a.udiv(a.add(a.smax(first, a.i32(0)), a.i32(tileM - 1)), tileM);
+  }
+  // (i + 1) tile_m <= seqlen_q, and <= kv0 + 1 - shift + left: the tile's
+  // last row is valid and sees its first key.
+  V uhi = a.udiv(seqlenQ, tileM);
+  if (left >= 0) {
+    V last = a.add(a.sub(a.add(kv0, a.i32(1)), shift), a.i32(left));
+    uhi = a.smin(uhi, a.udiv(a.smax(last, a.i32(0)), tileM));
+  }
+  ulo = a.smin(a.smax(ulo, begin), end);
+  uhi = a.smax(a.smin(uhi, end), ulo);
+  // A key tile past seqlen_k's end masks every tile.
+  auto wholeKeys = a.sle(a.add(kv0, a.i32(tileN)), seqlenK);
+  uhi = a.select(wholeKeys, uhi, ulo);
+  return {ulo, uhi};
+}
+
+/// Whether entry (query, key) of a key-grid block's tile is outside the
+/// problem: past either sequence or outside the window (`shift` = seqlen_k
+/// - seqlen_q). Exactly the complement of visibility for a row below
+/// seqlen_q.
+template <typename A, typename V>
+auto isEntryOutside(A &a, V query, V key, V seqlenQ, V seqlenK, V shift,
+                    int64_t windowLeft, int64_t windowRight)
+    -> decltype(a.sge(key, key)) {
+  V diagonal = a.add(query, shift);
+  auto pastKeys = a.sge(key, seqlenK);
+  auto pastQueries = a.sge(query, seqlenQ);
+  auto out = a.bitOr(pastKeys, pastQueries);
+  if (windowRight >= 0)
+    out = a.bitOr(out, a.sgt(key, a.add(diagonal, a.i32(windowRight))));
+  if (windowLeft >= 0)
+    out = a.bitOr(out, a.slt(key, a.sub(diagonal, a.i32(windowLeft))));
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// The query tiles of one KV tile a mask_mod allows (attn.query_range)
 //===----------------------------------------------------------------------===//
 //
 // A key-grid block owns the keys [k0, k1] of its KV tile and visits query
@@ -246,9 +350,10 @@ std::pair<V, V> monotoneRows(A &a, V r0, V r1, B p0, B p1, V change) {
 /// monotone interval meets keys [k0, k1]: both predicates at both ends,
 /// then a bisection per predicate for its change, one evaluation of each
 /// per step, bit_length(r1 - r0) steps: 2 + 2 bit_length(r1 - r0)
-/// evaluations in all. Invariant of each search (lo, hi):
-/// the predicate at lo equals its value at r0 and at hi differs from it;
-/// the step count takes hi - lo down to 1, so hi is the change.
+/// evaluations in all. Invariant of each search (lo, hi) when the predicate
+/// differs at r0 and r1 (otherwise its result is not used): the predicate
+/// at lo equals its value at r0 and at hi differs from it; the step count
+/// takes hi - lo down to 1, so hi is the change.
 template <typename A, typename V, typename IntervalFn, typename LoopFn>
 std::pair<V, V> bisectMeetingRows(A &a, V r0, V r1, V k0, V k1,
                                   IntervalFn interval, LoopFn loop) {
@@ -324,4 +429,4 @@ std::pair<V, V> rowsToQueryTiles(A &a, V first, V last, V withinBegin,
 
 } // namespace flashtile::attn
 
-#endif // FLASHTILE_CONVERSION_ATTNTONVVM_KVBOUNDS_H
+#endif // FLASHTILE_DIALECT_ATTN_UTILS_KVBOUNDS_H
