@@ -239,7 +239,8 @@ def run_masks():
           "visited)")
     for mask, causal, (Sq, Sk) in [("chunked", True, (700, 700)),
                                    ("chunked", True, (300, 700)),
-                                   ("falling", False, (333, 260))]:
+                                   ("falling", False, (333, 260)),
+                                   ("head_window", False, (600, 600))]:
         B, Hq, Hkv, d = 2, 4, 2, 64
         q = rand(gen, (B, Hq, Sq, d), torch.bfloat16).requires_grad_()
         k = rand(gen, (B, Hkv, Sk, d), torch.bfloat16).requires_grad_()

@@ -49,6 +49,13 @@ def chunked(b, h, q_idx, kv_idx):
     return q_idx // 128 == kv_idx // 128
 
 
+def head_window(b, h, q_idx, kv_idx):
+    """A causal window of 64 (h + 1) keys: each query head of a GQA group
+    keeps other keys, so the backward's query tiles of a KV tile are the
+    union over the group's heads."""
+    return (kv_idx <= q_idx) & (kv_idx >= q_idx - 64 * (h + 1))
+
+
 def gemma_softcap(score, b, h, q_idx, kv_idx):
     """Gemma-2's attention logit softcapping (attn_logit_softcapping = 50)."""
     return 50.0 * flashtile.tanh(score / 50.0)
