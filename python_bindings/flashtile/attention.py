@@ -428,8 +428,9 @@ def varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None,
     sequences. A score_mod sees packed positions as q_idx and kv_idx.
 
     Differentiable as flashtile.attention is: the backward visits only the
-    tiles of each sequence (its main kernel scans each query row's
-    sequence per KV tile) and evaluates the mask at every entry of them."""
+    tiles of each sequence (its preprocess kernel writes each query tile's
+    KV tiles, which the main kernel reads per KV tile) and evaluates the
+    mask at every entry of them."""
     import torch
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not hasattr(t, "dim") or t.dim() != 3:

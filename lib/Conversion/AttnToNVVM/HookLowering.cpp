@@ -15,6 +15,7 @@
 #include "HookEmitter.h"
 #include "Patterns.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
@@ -171,18 +172,19 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
 };
 
 /// The query tiles of `within` with a row, of one of the group's heads,
-/// whose key interval meets this KV tile's keys (KVBounds.h's searches):
-/// bisection of monotone intervals; with scan_rows, the lanes of each warp
-/// take every 32nd row, kScanUnroll of them per step, and reduce with
-/// shuffles, so every warp holds the result without shared memory (the op
-/// runs before any divergence). The body is emitted at every row it is
-/// evaluated at, each with its own HookEmitter (they cache what they emit,
-/// and the rows lie in different blocks of the search's loops). With no
-/// row or no key nothing is evaluated, so no hook reads past its tensors.
+/// whose keys meet this KV tile (KVBounds.h's searches). With a body
+/// (monotone intervals), the rows are bisected; the body is emitted at
+/// every row it is evaluated at, each with its own HookEmitter (they cache
+/// what they emit, and the rows lie in different blocks of the search's
+/// loops). With tables, each query tile's entries [first, end) are its
+/// "interval" of KV tiles, scanned like rows: the lanes of each warp take
+/// every 32nd tile, kScanUnroll of them per step so that their loads
+/// overlap, and reduce with shuffles, so every warp holds the result
+/// without shared memory (the op runs before any divergence). With no row,
+/// tile or key nothing is read, so nothing reads past its tensor.
 struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
   using AttnOpLoweringPattern::AttnOpLoweringPattern;
-  /// Rows each lane evaluates per step of the scan: their loads (a varlen
-  /// mask reads a row's sequence, then the sequence's bounds) overlap.
+  /// Tiles each lane reads per step of the tables' scan.
   static constexpr int64_t kScanUnroll = 4;
 
   LogicalResult lower(QueryRangeOp op, OpAdaptor adaptor,
@@ -191,16 +193,27 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
     Emitter &e = ctx.e;
     Location loc = op.getLoc();
     int64_t tileM = op.getTileM(), tileN = op.getTileN();
+    bool tables = !op.getTables().empty();
     Value withinBegin = adaptor.getWithinBegin();
     Value withinEnd = adaptor.getWithinEnd();
-    Value r0 = e.mul(withinBegin, tileM);
-    Value r1 = e.sub(e.smin(e.mul(withinEnd, tileM), adaptor.getSeqlenQ()),
-                     e.i32(1));
-    Value k0 = e.mul(adaptor.getNBlock(), tileN);
-    Value k1 =
-        e.sub(e.smin(e.add(k0, tileN), adaptor.getSeqlenK()), e.i32(1));
+    Value batch = adaptor.getBatch();
+    // What is searched: rows r0..r1 against keys k0..k1 with a body, the
+    // query tiles of `within` against KV tile n_block with tables.
+    Value r0, r1, k0, k1;
+    if (tables) {
+      r0 = withinBegin;
+      r1 = e.sub(withinEnd, e.i32(1));
+      k0 = k1 = adaptor.getNBlock();
+    } else {
+      r0 = e.mul(withinBegin, tileM);
+      r1 = e.sub(e.smin(e.mul(withinEnd, tileM), adaptor.getSeqlenQ()),
+                 e.i32(1));
+      k0 = e.mul(adaptor.getNBlock(), tileN);
+      k1 = e.sub(e.smin(e.add(k0, tileN), adaptor.getSeqlenK()), e.i32(1));
+    }
     Region &body = op.getBody();
-    bool readsHead = !body.front().getArgument(1).use_empty();
+    bool readsHead =
+        tables || !body.front().getArgument(1).use_empty();
     Value heads = readsHead ? adaptor.getGroup() : e.i32(1);
     Value nothing = e.bitOr(e.slt(r1, r0), e.slt(k1, k0));
     heads = e.select(nothing, e.i32(0), heads);
@@ -209,7 +222,7 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
     auto loop = [&](Value count, auto init, auto step) {
       constexpr size_t n = std::tuple_size<decltype(init)>::value;
       SmallVector<Value> last = emitForLoop(
-          rewriter, loc, e.i32(0), count, 1, ValueRange(init),
+          rewriter, loc, e.i32(0), count, 1, ValueRange(ArrayRef<Value>(init)),
           [&](Value i, ValueRange x) {
             std::array<Value, n> state;
             llvm::copy(x, state.begin());
@@ -220,18 +233,32 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
       llvm::copy(last, out.begin());
       return out;
     };
+    // Entry (batch, head, m tile_m) of a table, as an integer.
+    OpBuilder &b = rewriter;
+    auto entry = [&](Value desc, Value head, Value m) {
+      MemRefDescriptor table(desc);
+      Value element = e.add64(
+          e.add64(e.mul64(e.sext64(batch), table.stride(b, loc, 0)),
+                  e.mul64(e.sext64(head), table.stride(b, loc, 1))),
+          e.mul64(e.sext64(e.mul(m, tileM)), table.stride(b, loc, 2)));
+      Value value = LLVM::LoadOp::create(
+          b, loc, b.getF32Type(),
+          e.gep(table.alignedPtr(b, loc), e.mul64(element, e.i64(4))),
+          /*alignment=*/4);
+      return LLVM::FPToSIOp::create(b, loc, b.getI32Type(), value)
+          .getResult();
+    };
     std::array<Value, 2> rows = loop(
         heads, std::array<Value, 2>{none0, none1},
         [&](Value i, const std::array<Value, 2> &hull) {
           Value head = e.add(adaptor.getHead(), i);
-          auto interval = [&](Value q) {
-            HookEmitter hooks(e, op);
-            SmallVector<Value> at =
-                hooks.emitAll(body, {adaptor.getBatch(), head, q});
-            return std::make_pair(at[0], at[1]);
-          };
           Value first, last;
-          if (op.getScanRows()) {
+          if (tables) {
+            auto interval = [&](Value m) {
+              Value end = entry(adaptor.getTables()[1], head, m);
+              return std::make_pair(entry(adaptor.getTables()[0], head, m),
+                                    e.sub(end, e.i32(1)));
+            };
             std::tie(first, last) = scanMeetingRows<kScanUnroll>(
                 e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize, interval,
                 loop);
@@ -240,6 +267,11 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
               last = e.smax(last, e.shflXor(last, mask));
             }
           } else {
+            auto interval = [&](Value q) {
+              HookEmitter hooks(e, op);
+              SmallVector<Value> at = hooks.emitAll(body, {batch, head, q});
+              return std::make_pair(at[0], at[1]);
+            };
             std::tie(first, last) =
                 bisectMeetingRows(e, r0, r1, k0, k1, interval, loop);
           }
@@ -249,8 +281,9 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
               e.smin(hull[0], e.select(empty, none0, first)),
               e.smax(hull[1], e.select(empty, none1, last))};
         });
-    auto [begin, end] =
-        rowsToQueryTiles(e, rows[0], rows[1], withinBegin, withinEnd, tileM);
+    // Rows are query tiles already with tables.
+    auto [begin, end] = rowsToQueryTiles(e, rows[0], rows[1], withinBegin,
+                                         withinEnd, tables ? 1 : tileM);
     rewriter.replaceOp(op, {begin, end});
     return success();
   }

@@ -1,15 +1,19 @@
 // RUN: flashtile-compile %s --direction=bwd --emit=nvvm | FileCheck %s
 
-// attn.query_range with scan_rows (packed sequences: each row's keys are
-// read from tensors at q_idx): each lane evaluates every 32nd row of the
-// within rows, four rows (twelve loads) per step so that their loads
-// overlap, those past the last clamped, and keeps the first and last row
-// whose interval meets the KV tile; the warp then reduces them with shuffles,
-// so every warp holds the result. The mask reads the head, so the loop
-// over the group's heads runs group times.
+// attn.query_range with tables, for a key interval not known to be
+// monotone (packed sequences: each row's keys are read from tensors at
+// q_idx). The preprocess kernel wrote each query tile's KV tiles [first,
+// end) at its first row of kv_first / kv_end (f32); the main kernel's
+// lanes read the entries of every 32nd query tile, four tiles (eight
+// loads) per step so that the loads overlap, the last clamped, keep the
+// first and last tile whose range holds this KV tile, and reduce them over
+// the warp with shuffles, so every warp holds the result. Entries are per
+// query head, so the loop runs over the group's heads.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
+// CHECK-LABEL: llvm.func @packed_bwd_preprocess(
+// CHECK-COUNT-2: llvm.store %{{.*}} : f32, !llvm.ptr<1>
 // CHECK-LABEL: llvm.func @packed_bwd_main(
 // CHECK:         %[[GROUP:.*]] = llvm.udiv %arg{{[0-9]+}}, %arg{{[0-9]+}} : i32
 // CHECK:         llvm.select %{{.*}}, %{{.*}}, %[[GROUP]] : i1, i32
@@ -19,8 +23,7 @@
 // CHECK-NEXT:    llvm.cond_br %[[MORE]], ^[[BODY:bb[0-9]+]]
 // CHECK:       ^[[BODY]](%[[I:[0-9]+]]: i32
 // CHECK:         llvm.mul %[[I]], %{{.*}} : i32
-// CHECK:         %[[Q:.*]] = llvm.intr.smin(%{{.*}}, %{{.*}}) : (i32, i32) -> i32
-// CHECK-COUNT-12: llvm.load
+// CHECK-COUNT-8: llvm.fptosi %{{.*}} : f32 to i32
 // CHECK-NOT:     llvm.load
 // CHECK:         llvm.br ^[[ROW]]
 // CHECK-COUNT-10: nvvm.shfl.sync bfly
@@ -33,8 +36,7 @@ attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "st
   ^bb0(%b: index, %h: index, %i: index, %j: index):
     %s = memref.load %seq[%i] : !ids
     %si = arith.index_cast %s : i32 to index
-    %off = arith.addi %si, %h : index
-    %a32 = memref.load %start[%off] : !ids
+    %a32 = memref.load %start[%si] : !ids
     %e32 = memref.load %end[%si] : !ids
     %a = arith.index_cast %a32 : i32 to index
     %e = arith.index_cast %e32 : i32 to index

@@ -788,7 +788,27 @@ LogicalResult KeyRangeOp::verify() {
 }
 
 LogicalResult QueryRangeOp::verify() {
-  return verifyKeyInterval(*this, getBody(), getTileM(), getTileN());
+  if (getTables().empty()) {
+    if (getBody().empty())
+      return emitOpError() << "needs a key_range body or tables";
+    return verifyKeyInterval(*this, getBody(), getTileM(), getTileN());
+  }
+  if (!getBody().empty())
+    return emitOpError() << "takes a key_range body or tables, not both";
+  if (getTables().size() != 2)
+    return emitOpError() << "takes two tables (the first and the end KV "
+                            "tile per query tile), got "
+                         << getTables().size();
+  for (Value table : getTables()) {
+    auto type = cast<MemRefType>(table.getType());
+    if (type.getRank() != 3 || !type.getElementType().isF32())
+      return emitOpError() << "tables are f32 (batch, heads, seqlen_q) "
+                              "tensors, got "
+                           << type;
+  }
+  if (getTileM() <= 0 || getTileN() <= 0)
+    return emitOpError() << "tile sizes must be positive";
+  return success();
 }
 
 LogicalResult BlockRangesOp::verify() {

@@ -292,12 +292,13 @@ BlockRangesOp TileBuilder::blockRanges(const Block &block,
 QueryRangeOp TileBuilder::queryRange(const Block &block, Value head,
                                      Value group, Value begin, Value end,
                                      int64_t tileM, int64_t tileN,
-                                     const char *file, unsigned line) {
+                                     ValueRange tables, const char *file,
+                                     unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
   return QueryRangeOp::create(b, here, idx, idx, block.mBlock, block.batch,
                               head, group, block.seqlenQ, block.seqlenK,
-                              begin, end, tileM, tileN, /*scan_rows=*/false);
+                              begin, end, tables, tileM, tileN);
 }
 
 ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,

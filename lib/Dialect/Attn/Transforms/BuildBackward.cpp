@@ -23,8 +23,9 @@
 // A mask_mod is evaluated at every entry of every step. Where
 // MaskAnalysis finds a key interval per row, the main kernel steps only
 // through the query tiles whose rows' intervals meet its KV tile
-// (attn.query_range), and the dQ kernel refines its KV tiles by
-// attn.key_range as the forward does.
+// (attn.query_range: bisected when the interval is monotone, else read
+// from the KV-tile ranges the preprocess kernel wrote per query tile), and
+// the dQ kernel refines its KV tiles by attn.key_range as the forward does.
 //
 // The walk over (head, query tile) pairs is one sequence of steps whose
 // index names the step (copy_async's `slot`): the pipeline and the race
@@ -323,6 +324,12 @@ struct BackwardBuilder {
   /// Whether dQ has its own query-parallel kernel (no atomics: the same
   /// bits every run) instead of f32 atomics from the main kernel.
   bool deterministic = false;
+  /// Whether the mask_mod's key interval is not known to be monotone (a
+  /// varlen mask): the preprocess kernel then writes each query tile's KV
+  /// tiles into the kv_first / kv_end workspaces, which the main kernel's
+  /// attn.query_range scans (a bisection needs monotone intervals, and a
+  /// scan of every row per KV tile would cost a pass over the rows each).
+  bool queryTables = false;
 
   /// One of the family's tensors: its name, role, side and type.
   struct Tensor {
@@ -337,6 +344,9 @@ struct BackwardBuilder {
         {"v", "in", true, vType},           {"o", "in", false, oType},
         {"lse", "in", false, lseType},      {"do", "in", false, oType},
         {"d", "workspace", false, lseType}};
+    if (queryTables)
+      list.append({{"kv_first", "workspace", false, lseType},
+                   {"kv_end", "workspace", false, lseType}});
     if (!deterministic)
       list.push_back({"dq_accum", "workspace", false, accType});
     list.append({{"dq", "out", false, qType},
@@ -479,7 +489,8 @@ struct BackwardBuilder {
     return kernel.getTensor(name);
   }
 
-  void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM);
+  void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM,
+                       int64_t tileN);
   bool sinkReadsGradients() {
     return hookReads(attention.getSink(), [&](Value tensor) {
       return llvm::is_contained(gradTensors, tensor);
@@ -501,7 +512,7 @@ struct BackwardBuilder {
 } // namespace
 
 void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
-                                      int64_t tileM) {
+                                      int64_t tileM, int64_t tileN) {
   b.setInsertionPointToStart(&kernel.getBodyBlock());
   useExtrasOf(kernel);
   TileBuilder t(b, loc, kernel);
@@ -517,6 +528,27 @@ void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
   });
   Value d = t.reduceRows(product, "sum");
   t.storeTile(d, arg(kernel, "d"), {blk.batch, blk.head, row});
+  if (queryTables) {
+    // The KV tiles of the main kernel's tiling this query tile visits, as
+    // the forward finds them (the window's, refined by the mask's key
+    // interval at every row), at its first row of kv_first and kv_end.
+    TileBuilder::TileRange range =
+        t.kvBounds(blk, tileM, tileN, windowLeft, windowRight);
+    FailureOr<bool> exact =
+        refineByKeyRange(t, forward, *maskMod, blk, range, tileM, tileN);
+    assert(succeeded(exact) && "queryTables needs a key interval");
+    (void)exact;
+    auto asFloats = [&](Value tile) {
+      return t.map({d, tile}, [](OpBuilder &b, Location loc, ValueRange x) {
+        Value i = arith::IndexCastOp::create(b, loc, b.getI32Type(), x[1]);
+        return arith::SIToFPOp::create(b, loc, b.getF32Type(), i).getResult();
+      });
+    };
+    t.storeTile(asFloats(range.begin), arg(kernel, "kv_first"),
+                {blk.batch, blk.head, row});
+    t.storeTile(asFloats(range.end), arg(kernel, "kv_end"),
+                {blk.batch, blk.head, row});
+  }
   if (sinkReadsGradients())
     accumulateSinkGradients(b, t, kernel, blk, product, row, tileM);
 }
@@ -711,9 +743,13 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   // interval meets this KV tile (the transpose of the forward's key_range).
   // Every step evaluates the mask, so a superset of the tiles with a kept
   // key is correct; a subset would drop gradient.
-  if (maskMod)
+  if (maskMod) {
+    SmallVector<Value> tables;
+    if (queryTables)
+      tables = {arg(kernel, "kv_first"), arg(kernel, "kv_end")};
     refineByQueryRange(t, forward, *maskMod, blk, blk.head, groupSize(), lo,
-                       hi, tileM, tileN);
+                       hi, tileM, tileN, tables);
+  }
   // Of those, the tiles [ulo, uhi) need no mask (KVBounds.h).
   Value count = sub(hi, lo);
   UnmaskedTiles<Value> whole = computeUnmaskedQueryTiles(
@@ -964,6 +1000,10 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
 
   BackwardBuilder builder(forward, attention);
   builder.deterministic = options.deterministic;
+  if (!attention.getMaskMod().empty())
+    builder.queryTables =
+        isKeyIntervalMonotone(forward, attention.getMaskMod()) ==
+        std::optional<bool>(false);
   if (failed(findGradTensors(forward, attention, options.tensorGrads,
                              builder.gradTensors)))
     return failure();
@@ -1030,7 +1070,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
       builder.createKernel(b, "_preprocess", rowsConfig, false);
   b.setInsertionPointAfter(main);
   OpBuilder inner(b.getContext());
-  builder.buildPreprocess(inner, preprocess, chosen.tileM);
+  builder.buildPreprocess(inner, preprocess, chosen.tileM, chosen.tileN);
   // The last kernel: dQ's convert, or in the deterministic family the dQ
   // kernel (its first shape that fits, as for the main kernel).
   KernelOp last;

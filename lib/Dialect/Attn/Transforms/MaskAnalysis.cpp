@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
@@ -373,19 +375,36 @@ FailureOr<bool> attn::refineByKeyRange(TileBuilder &t, KernelOp kernel,
   return *exact;
 }
 
+std::optional<bool> attn::isKeyIntervalMonotone(KernelOp kernel,
+                                                 Region &maskMod) {
+  // A detached op owns the scratch region (ops are built in the context
+  // of their region's parent); its body is dropped with it.
+  OwningOpRef<ModuleOp> holder = ModuleOp::create(maskMod.getLoc());
+  Region &scratch = holder->getBodyRegion();
+  scratch.getBlocks().clear();
+  bool monotone = true;
+  if (failed(buildKeyRange(kernel, maskMod, scratch, monotone)))
+    return std::nullopt;
+  return monotone;
+}
+
 void attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,
                               Region &maskMod,
                               const TileBuilder::Block &block, Value head,
                               Value group, Value &begin, Value &end,
-                              int64_t tileM, int64_t tileN) {
+                              int64_t tileM, int64_t tileN,
+                              ValueRange tables) {
   QueryRangeOp queryRange =
-      t.queryRange(block, head, group, begin, end, tileM, tileN);
-  bool monotone = true;
-  if (failed(buildKeyRange(kernel, maskMod, queryRange.getBody(), monotone))) {
-    queryRange.erase();
-    return;
+      t.queryRange(block, head, group, begin, end, tileM, tileN, tables);
+  if (tables.empty()) {
+    bool monotone = true;
+    if (failed(buildKeyRange(kernel, maskMod, queryRange.getBody(),
+                             monotone)) ||
+        !monotone) {
+      queryRange.erase();
+      return;
+    }
   }
-  queryRange.setScanRows(!monotone);
   begin = queryRange.getBegin();
   end = queryRange.getEnd();
 }

@@ -1342,3 +1342,57 @@ attn.kernel @query_range_tiles arch(#attn.arch<sm_120>) config(#attn.config<tile
     attn.yield %qi, %qi : index, index
   }
 }
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_neither arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{needs a key_range body or tables}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_one_table arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{takes two tables (the first and the end KV tile per query tile), got 1}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %lse : !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_both arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{takes a key_range body or tables, not both}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %lse, %lse : !lse, !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index):
+    attn.yield %qi, %qi : index, index
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_table_type arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{tables are f32 (batch, heads, seqlen_q) tensors, got 'memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>'}}
+  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %q, %q : !t, !t attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  }
+}

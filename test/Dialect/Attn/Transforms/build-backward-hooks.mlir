@@ -214,16 +214,27 @@ attn.kernel @band arch(#attn.arch<sm_120>) {
 
 // Packed sequences (flashtile.varlen's mask): each row's keys are its
 // sequence's, read from tensors at q_idx, so the interval is not known to
-// be monotone: the main kernel's query_range scans every row (scan_rows),
-// reading the tensors through attn.kernel_arg.
+// be monotone. The family gains the kv_first / kv_end workspaces: the
+// preprocess kernel writes its query tile's KV tiles there (the forward's
+// key_range, scanning its rows), and the main kernel's query_range reads
+// them (tables, no region) instead of bisecting.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
+// CHECK-LABEL: attn.kernel @packed_bwd_preprocess
+// CHECK-SAME:    #attn.tensor<"d", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_first", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_end", "workspace", "seqlen_q", "heads_q">
+// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
+// CHECK:         %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = attn.kv_bounds %m_block, %seqlen_q, %seqlen_k {tile_m = 64 : i64, tile_n = 64 : i64
+// CHECK:         %[[B:.*]], %{{.*}}, %{{.*}}, %[[E:.*]], %{{.*}} = attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 64 : i64}
+// CHECK:         %[[BF:.*]] = attn.map %{{.*}}, %[[B]] :
+// CHECK:           arith.sitofp
+// CHECK:         attn.store_tile %[[BF]] -> %[[FIRST]][
+// CHECK:         %[[EF:.*]] = attn.map %{{.*}}, %[[E]] :
+// CHECK:         attn.store_tile %[[EF]] -> %[[END]][
 // CHECK-LABEL: attn.kernel @packed_bwd_main
-// CHECK:         attn.query_range {{.*}} attributes {scan_rows, tile_m = 64 : i64, tile_n = 64 : i64} {
-// CHECK:           %[[SEQ:.*]] = attn.kernel_arg 0 : memref<?xi32, strided<[?]>>
-// CHECK:           memref.load %[[SEQ]]
-// CHECK:           attn.yield
+// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
+// CHECK:         attn.query_range {{.*}} tables %[[FIRST]], %[[END]] : memref<?x?x?xf32>, memref<?x?x?xf32> attributes {tile_m = 64 : i64, tile_n = 64 : i64}
+// CHECK-NOT:       attn.yield
 // CHECK:         attn.kv_loop {{.*}} attributes {masked}
 // CHECK-NOT:     attn.kv_loop
 // DET-LABEL: attn.kernel @packed_bwd_dq

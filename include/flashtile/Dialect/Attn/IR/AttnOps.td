@@ -407,22 +407,27 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
   let summary = "The query tiles a mask_mod allows one KV tile (key grids)";
   let description = [{
     The transpose of `attn.key_range`, for kernels whose blocks own a KV
-    tile and step over query tiles (the backward's main kernel). The region
-    is a key_range body: for query row `q_idx` of batch `batch` and query
-    head `head`, an interval `[lo, hi]` of keys that holds every key the
-    mask_mod keeps for that row.
+    tile and step over query tiles (the backward's main kernel). The
+    results are the query tiles `[begin, end)`, within the `within` tiles,
+    that hold a row below seqlen_q, of one of the `group` query heads from
+    `head` on, whose keys meet KV tile `n_block` below seqlen_k. That is a
+    superset of the tiles with a kept key, so the kernel still masks every
+    element of them; tiles outside hold no kept key and are never visited.
 
-    The results are the query tiles `[begin, end)`, within the `within`
-    tiles, that hold a row below seqlen_q, of one of the `group` query heads
-    from `head` on, whose interval meets the keys of KV tile `n_block`
-    below seqlen_k. That is a superset of the tiles with a kept key, so the
-    kernel still masks every element of them; tiles outside hold no kept
-    key and are never visited.
-
-    Monotone intervals (no `scan_rows`) are searched by bisection: whether
-    a row's interval starts before the tile's last key, and whether it ends
-    after its first, each change at most once along the rows. With
-    `scan_rows` every row is evaluated.
+    Two forms:
+      - With a region (a key_range body: for query row `q_idx` of batch
+        `batch` and query head `head`, an interval `[lo, hi]` of keys,
+        monotone in q_idx, that holds every key the mask_mod keeps): the
+        rows are found by bisection, as whether a row's interval starts
+        before the tile's last key, and whether it ends after its first,
+        each change at most once along the rows.
+      - With `tables` (two f32 tensors shaped like the LSE, batch x query
+        heads x seqlen_q, that a query-grid kernel filled with the first
+        and one past the last KV tile of each query tile m, at row
+        m * tile_m, from the forward's key_range): the entries of the
+        `within` tiles are scanned. For intervals not known to be monotone
+        (a varlen mask reads each row's sequence), where a per-row scan
+        would cost a pass over every row per KV tile. The region is empty.
 
     ```mlir
     %b, %e = attn.query_range %n, %batch, %head, %group, %sq, %sk
@@ -436,12 +441,14 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
   let arguments = (ins Index:$n_block, Index:$batch, Index:$head,
                        Index:$group, Index:$seqlen_q, Index:$seqlen_k,
                        Index:$within_begin, Index:$within_end,
-                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$scan_rows);
+                       Variadic<AnyMemRef>:$tables,
+                       I64Attr:$tile_m, I64Attr:$tile_n);
   let results = (outs Index:$begin, Index:$end);
-  let regions = (region SizedRegion<1>:$body);
+  let regions = (region MaxSizedRegion<1>:$body);
   let assemblyFormat = [{
     $n_block `,` $batch `,` $head `,` $group `,` $seqlen_q `,` $seqlen_k
-    `within` $within_begin `,` $within_end attr-dict-with-keyword $body
+    `within` $within_begin `,` $within_end
+    (`tables` $tables^ `:` type($tables))? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
 }

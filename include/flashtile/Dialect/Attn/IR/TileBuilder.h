@@ -172,11 +172,11 @@ public:
                             FLASHTILE_CALLER);
   /// attn.query_range of a key-grid block (whose KV tile is
   /// block.mBlock) over the query tiles [begin, end) and the `group` query
-  /// heads from `head`; region empty.
+  /// heads from `head`, reading `tables` when given; region empty.
   QueryRangeOp queryRange(const Block &block, mlir::Value head,
                           mlir::Value group, mlir::Value begin,
                           mlir::Value end, int64_t tileM, int64_t tileN,
-                          FLASHTILE_CALLER);
+                          mlir::ValueRange tables, FLASHTILE_CALLER);
 
   //===--- The KV loop and the block's exits -----------------------------===//
   /// The body of a KV loop: given the tile index and the loop-carried

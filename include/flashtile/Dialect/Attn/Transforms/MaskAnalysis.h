@@ -19,6 +19,8 @@
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 
+#include <optional>
+
 namespace flashtile::attn {
 
 /// Builds, into the empty region `body` of an attn.key_range, the block
@@ -30,6 +32,11 @@ namespace flashtile::attn {
 /// sequence), the key range must be evaluated at every row of a tile.
 mlir::FailureOr<bool> buildKeyRange(KernelOp kernel, mlir::Region &maskMod,
                                     mlir::Region &body, bool &monotone);
+
+/// Whether `maskMod` has a key interval (buildKeyRange) that is provably
+/// monotone in q_idx; nullopt when it has none. Builds nothing.
+std::optional<bool> isKeyIntervalMonotone(KernelOp kernel,
+                                          mlir::Region &maskMod);
 
 /// Refines `range`, the KV tiles query tile block.mBlock visits, by the key
 /// interval of `maskMod` (an attn.key_range built with buildKeyRange at
@@ -47,12 +54,15 @@ mlir::FailureOr<bool> refineByKeyRange(TileBuilder &t, KernelOp kernel,
 /// The query tiles of [begin, end) a key-grid block (whose KV tile is
 /// block.mBlock) visits for `maskMod`: those with a row of one of the
 /// `group` query heads from `head` whose key interval meets the KV tile
-/// (an attn.query_range). Unchanged when the mask has no key interval.
+/// (an attn.query_range). With `tables` (the KV tiles' first and end per
+/// query tile, which a query-grid kernel wrote), from those; otherwise the
+/// interval must be monotone (bisected). Unchanged when the mask has no
+/// key interval.
 void refineByQueryRange(TileBuilder &t, KernelOp kernel,
                         mlir::Region &maskMod, const TileBuilder::Block &block,
                         mlir::Value head, mlir::Value group,
                         mlir::Value &begin, mlir::Value &end, int64_t tileM,
-                        int64_t tileN);
+                        int64_t tileN, mlir::ValueRange tables = {});
 
 } // namespace flashtile::attn
 
