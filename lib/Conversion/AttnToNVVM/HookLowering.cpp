@@ -212,8 +212,7 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
       k1 = e.sub(e.smin(e.add(k0, tileN), adaptor.getSeqlenK()), e.i32(1));
     }
     Region &body = op.getBody();
-    bool readsHead =
-        tables || !body.front().getArgument(1).use_empty();
+    bool readsHead = tables || !body.front().getArgument(1).use_empty();
     Value heads = readsHead ? adaptor.getGroup() : e.i32(1);
     Value nothing = e.bitOr(e.slt(r1, r0), e.slt(k1, k0));
     heads = e.select(nothing, e.i32(0), heads);

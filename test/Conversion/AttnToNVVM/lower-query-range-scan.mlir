@@ -1,4 +1,6 @@
 // RUN: flashtile-compile %s --direction=bwd --emit=nvvm | FileCheck %s
+// RUN: flashtile-compile %s --direction=bwd --tile-m=64 --tile-n=128 \
+// RUN:   --warps=4 --emit=nvvm | FileCheck %s --check-prefix=PINNED
 
 // attn.query_range with tables, for a key interval not known to be
 // monotone (packed sequences: each row's keys are read from tensors at
@@ -8,11 +10,16 @@
 // loads) per step so that the loads overlap, the last clamped, keep the
 // first and last tile whose range holds this KV tile, and reduce them over
 // the warp with shuffles, so every warp holds the result. Entries are per
-// query head, so the loop runs over the group's heads.
+// query head (this mask reads the head), so the loop runs over the group's
+// heads. A pinned non-square shape (64 x 128) gives the preprocess the main
+// kernel's tile_n, with which it finds the KV tiles.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
 // CHECK-LABEL: llvm.func @packed_bwd_preprocess(
+// CHECK:         llvm.sitofp %{{.*}} : i32 to f32
+// CHECK-COUNT-2: llvm.store %{{.*}} : f32, !llvm.ptr<1>
+// CHECK:         llvm.sitofp %{{.*}} : i32 to f32
 // CHECK-COUNT-2: llvm.store %{{.*}} : f32, !llvm.ptr<1>
 // CHECK-LABEL: llvm.func @packed_bwd_main(
 // CHECK:         %[[GROUP:.*]] = llvm.udiv %arg{{[0-9]+}}, %arg{{[0-9]+}} : i32
@@ -29,6 +36,10 @@
 // CHECK-COUNT-10: nvvm.shfl.sync bfly
 // CHECK:         llvm.br ^[[HEAD]]
 // CHECK-LABEL: llvm.func @packed_bwd_convert(
+// PINNED-LABEL: llvm.func @packed_bwd_preprocess(
+// PINNED-SAME:    attn.config = #attn.config<tile_m = 64, tile_n = 128,
+// PINNED-LABEL: llvm.func @packed_bwd_main(
+// PINNED-SAME:    attn.config = #attn.config<tile_m = 64, tile_n = 128,
 attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "start", "end"]} {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %seq: !ids, %start: !ids, %end: !ids):
   attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
@@ -36,7 +47,8 @@ attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "st
   ^bb0(%b: index, %h: index, %i: index, %j: index):
     %s = memref.load %seq[%i] : !ids
     %si = arith.index_cast %s : i32 to index
-    %a32 = memref.load %start[%si] : !ids
+    %off = arith.addi %si, %h : index
+    %a32 = memref.load %start[%off] : !ids
     %e32 = memref.load %end[%si] : !ids
     %a = arith.index_cast %a32 : i32 to index
     %e = arith.index_cast %e32 : i32 to index

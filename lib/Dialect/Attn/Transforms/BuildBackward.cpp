@@ -1065,9 +1065,17 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   ConfigAttr rowsConfig =
       ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileM, 1,
                       chosen.warps, false);
+  // A preprocess that writes the KV-tile tables finds them with the main
+  // kernel's tiles: its config says tile_n too (its own tiles are tile_m
+  // rows).
+  ConfigAttr tablesConfig =
+      ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileN, 1,
+                      chosen.warps, false);
   b.setInsertionPoint(main);
   KernelOp preprocess =
-      builder.createKernel(b, "_preprocess", rowsConfig, false);
+      builder.createKernel(b, "_preprocess",
+                           builder.queryTables ? tablesConfig : rowsConfig,
+                           false);
   b.setInsertionPointAfter(main);
   OpBuilder inner(b.getContext());
   builder.buildPreprocess(inner, preprocess, chosen.tileM, chosen.tileN);

@@ -16,9 +16,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include <cstdlib>
 
@@ -377,8 +377,8 @@ FailureOr<bool> attn::refineByKeyRange(TileBuilder &t, KernelOp kernel,
 
 std::optional<bool> attn::isKeyIntervalMonotone(KernelOp kernel,
                                                  Region &maskMod) {
-  // A detached op owns the scratch region (ops are built in the context
-  // of their region's parent); its body is dropped with it.
+  // A scratch region, dropped with what is built into it. It needs a
+  // parent op: a builder at one of its blocks takes the context from it.
   OwningOpRef<ModuleOp> holder = ModuleOp::create(maskMod.getLoc());
   Region &scratch = holder->getBodyRegion();
   scratch.getBlocks().clear();

@@ -172,7 +172,7 @@ attn.kernel @document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} 
 
 // A mask_mod with a monotone key interval (a band of 256 keys): the main
 // kernel visits only the query tiles with a row whose interval meets its
-// KV tile (attn.query_range, bisected: no scan_rows) over the group's
+// KV tile (attn.query_range, bisected: a region, no tables) over the group's
 // heads, all of them masked; the dQ kernel refines its KV tiles as the
 // forward does (an exact attn.key_range), so its middle loop runs without
 // the mask_mod.

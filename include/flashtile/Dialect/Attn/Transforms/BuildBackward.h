@@ -4,7 +4,8 @@
 // Dao 2023, Algorithm 2) as an attn.family of three tile programs, built
 // with the public tile builder as the forward's expansion is:
 //   1. <name>_bwd_preprocess (query tiles): D = rowsum(dO * O) into the
-//      workspace `d`;
+//      workspace `d`, and for a mask_mod whose key interval is not known to
+//      be monotone, the tile's KV tiles into `kv_first` / `kv_end`;
 //   2. <name>_bwd_main (grid = "keys"): block (n, h_kv, b) keeps key tile n
 //      of K and V in shared memory and dK, dV in registers, and walks the
 //      query tiles that see it, of every query head of h_kv's group (GQA's
@@ -13,7 +14,8 @@
 //      by f32 atomics;
 //   3. <name>_bwd_convert (query tiles): dq_accum rounded into dQ.
 // The family's tensors are the forward's q, k, v, o, lse and the upstream
-// do, the workspaces d and dq_accum, and the gradients dq, dk, dv. The
+// do, the workspaces d (kv_first, kv_end) and dq_accum, and the gradients
+// dq, dk, dv. The
 // deterministic family (BackwardOptions::deterministic) computes dQ in a
 // query-parallel <name>_bwd_dq kernel instead of 2.'s atomics and 3., and
 // has no dq_accum.

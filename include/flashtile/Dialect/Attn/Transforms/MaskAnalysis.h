@@ -55,9 +55,9 @@ mlir::FailureOr<bool> refineByKeyRange(TileBuilder &t, KernelOp kernel,
 /// block.mBlock) visits for `maskMod`: those with a row of one of the
 /// `group` query heads from `head` whose key interval meets the KV tile
 /// (an attn.query_range). With `tables` (the KV tiles' first and end per
-/// query tile, which a query-grid kernel wrote), from those; otherwise the
-/// interval must be monotone (bisected). Unchanged when the mask has no
-/// key interval.
+/// query tile, which a query-grid kernel wrote), from those; otherwise by
+/// bisection of the mask's key interval. Unchanged when the mask has no
+/// key interval, or without tables when it is not known to be monotone.
 void refineByQueryRange(TileBuilder &t, KernelOp kernel,
                         mlir::Region &maskMod, const TileBuilder::Block &block,
                         mlir::Value head, mlir::Value group,
