@@ -230,18 +230,26 @@ def run_masks():
     through flashtile.attention; masks with a key interval, whose tiles the
     backward skips (the main kernel's query tiles by bisection, the dQ
     kernel's KV tiles as the forward's), with both dQ paths; and
-    flashtile.varlen (the sequences' mask, scanned per row) against float64
-    autograd per sequence, then its speed against the same sequences as a
-    dense batch (equal when the tiles of other sequences are skipped)."""
+    flashtile.varlen (the sequences' mask, whose KV-tile tables the
+    preprocess kernel writes) against float64 autograd per sequence, then
+    its speed against the same sequences as a dense batch (equal when the
+    tiles of other sequences are skipped)."""
     gen = torch.Generator().manual_seed(25)
     ok = True
     print("\nmask_mod backward (evaluated at every entry of the tiles "
           "visited)")
-    for mask, causal, (Sq, Sk) in [("chunked", True, (700, 700)),
-                                   ("chunked", True, (300, 700)),
-                                   ("falling", False, (333, 260)),
-                                   ("head_window", False, (600, 600))]:
+    # (mask, causal, (Sq, Sk), the dQ paths): document ids (a captured
+    # int32 tensor, no key interval), then masks with one.
+    for mask, causal, (Sq, Sk), dets in [
+            ("document", True, (300, 300), (False,)),
+            ("chunked", True, (700, 700), (False, True)),
+            ("chunked", True, (300, 700), (False, True)),
+            ("falling", False, (333, 260), (False, True)),
+            ("head_window", False, (600, 600), (False, True))]:
         B, Hq, Hkv, d = 2, 4, 2, 64
+        if mask == "document":
+            H.DOC = torch.sort(torch.randint(0, 4, (B, Sq), generator=gen),
+                               1).values.to(torch.int32)
         q = rand(gen, (B, Hq, Sq, d), torch.bfloat16).requires_grad_()
         k = rand(gen, (B, Hkv, Sk, d), torch.bfloat16).requires_grad_()
         v = rand(gen, (B, Hkv, Sk, d), torch.bfloat16).requires_grad_()
@@ -250,7 +258,9 @@ def run_masks():
         _, _, *refs = ftgpu.reference.attention_grads(
             *(x.detach().transpose(1, 2) for x in (q, k, v)),
             do.transpose(1, 2), d ** -0.5, causal=causal, mask_mod=fn)
-        for det in (False, True):
+        if mask == "document":
+            H.DOC = H.DOC.to(DEV)
+        for det in dets:
             poison(q, k, v)
             flashtile.attention(q, k, v, causal=causal, mask_mod=fn,
                                 arch=ARCH, deterministic=det).backward(do)
@@ -259,30 +269,9 @@ def run_masks():
             passed = max(errs) <= GRAD_TOLERANCE["bf16"]
             ok &= passed
             print(f"{'PASS' if passed else 'FAIL'}  {mask} bf16 d={d} "
-                  f"{'causal' if causal else 'full'} Sq={Sq} Sk={Sk} "
-                  f"{'deterministic' if det else 'atomic dQ'}: "
+                  f"{'causal' if causal else 'full'} {B}x{Hq}/{Hkv} Sq={Sq} "
+                  f"Sk={Sk} {'deterministic' if det else 'atomic dQ'}: "
                   f"dq {errs[0]:.1e} dk {errs[1]:.1e} dv {errs[2]:.1e}")
-    B, Hq, Hkv, S, d = 2, 4, 2, 300, 64
-    H.DOC = torch.sort(torch.randint(0, 4, (B, S), generator=gen), 1).values.to(
-        torch.int32)
-    q = rand(gen, (B, Hq, S, d), torch.bfloat16).requires_grad_()
-    k = rand(gen, (B, Hkv, S, d), torch.bfloat16).requires_grad_()
-    v = rand(gen, (B, Hkv, S, d), torch.bfloat16).requires_grad_()
-    do = rand(gen, (B, Hq, S, d), torch.bfloat16)
-    _, _, *refs = ftgpu.reference.attention_grads(
-        *(x.detach().transpose(1, 2) for x in (q, k, v)), do.transpose(1, 2),
-        d ** -0.5, causal=True, mask_mod=H.document)
-    H.DOC = H.DOC.to(DEV)
-    poison(q, k, v)
-    flashtile.attention(q, k, v, causal=True, mask_mod=H.document,
-                        arch=ARCH).backward(do)
-    errs = [rel_err(x.grad.transpose(1, 2).cpu(), ref)
-            for x, ref in zip((q, k, v), refs)]
-    passed = max(errs) <= GRAD_TOLERANCE["bf16"]
-    ok &= passed
-    print(f"{'PASS' if passed else 'FAIL'}  document mask bf16 d=64 causal "
-          f"{B}x{Hq}/{Hkv} S={S}: dq {errs[0]:.1e} dk {errs[1]:.1e} "
-          f"dv {errs[2]:.1e}")
     for dtype_name, d, causal, lens_q, lens_k, (Hq, Hkv) in [
             ("bf16", 128, True, [17, 1, 129, 300], [17, 40, 129, 310], (8, 2)),
             ("f16", 64, False, [257, 3, 64], [100, 1000, 64], (6, 2))]:
