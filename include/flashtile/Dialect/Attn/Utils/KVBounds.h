@@ -323,9 +323,12 @@ auto isEntryOutside(A &a, V query, V key, V seqlenQ, V seqlenK, V shift,
 //
 // With lo and hi monotone in q, each predicate changes at most once along
 // the rows, so the rows where both hold are one interval, found by
-// bisecting each predicate for its change. Rows travel as an inclusive
-// [first, last], empty when first > last. The templates take, beyond the
-// policy of the window arithmetic above:
+// bisecting each predicate for its change. Otherwise the query-grid kernel
+// of the family writes each query tile's KV tiles [first, end), and the
+// same test, with query tiles for rows, [first, end - 1] for the interval
+// and k0 = k1 = the KV tile, is scanned over them. Rows travel as an
+// inclusive [first, last], empty when first > last. The templates take,
+// beyond the policy of the window arithmetic above:
 //
 //   B bitXor(B, B)                        of two comparison results
 //   V ctlz(V)                             leading zeros of an i32 (32 for 0)
