@@ -30,10 +30,9 @@ using namespace flashtile::attn::lowering;
 namespace {
 
 Value warpReduce(Emitter &e, Value x, bool max) {
-  for (int64_t mask = 16; mask >= 1; mask /= 2) {
-    Value other = e.shflXor(x, mask);
-    x = max ? e.fmax(x, other) : e.fadd(x, other);
-  }
+  warpAllReduce(e, x, [&](size_t, Value a, Value b) {
+    return max ? e.fmax(a, b) : e.fadd(a, b);
+  });
   return x;
 }
 

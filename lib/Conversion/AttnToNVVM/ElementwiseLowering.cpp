@@ -174,8 +174,8 @@ struct ForEachLowering : public AttnOpLoweringPattern<ForEachOp> {
       Value first = e.cmp(LLVM::ICmpPredicate::eq, thread.lane, e.i32(0));
       for (Operation *add : uniform) {
         auto [address, sum] = sums.lookup(add);
-        for (int64_t mask = 16; mask >= 1; mask /= 2)
-          sum = e.fadd(sum, e.shflXor(sum, mask));
+        warpAllReduce(e, sum,
+                      [&](size_t, Value a, Value b) { return e.fadd(a, b); });
         emitIf(rewriter, op.getLoc(), first,
                [&] { hooks.atomicAdd(address, sum); });
       }

@@ -274,6 +274,16 @@ void lowering::emitIf(RewriterBase &rewriter, Location loc, Value cond,
   rewriter.setInsertionPointToStart(continuation);
 }
 
+void lowering::warpAllReduce(
+    Emitter &e, MutableArrayRef<Value> values,
+    function_ref<Value(size_t, Value, Value)> combine) {
+  for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2)
+    for (size_t i = 0; i < values.size(); ++i) {
+      Value other = e.shflXor(values[i], mask);
+      values[i] = combine(i, values[i], other);
+    }
+}
+
 Value lowering::treeReduce(SmallVector<Value> values,
                            function_ref<Value(Value, Value)> combine) {
   assert(!values.empty() && "a row has at least one value per thread");

@@ -133,6 +133,15 @@ emitForLoop(mlir::RewriterBase &rewriter, mlir::Location loc,
 void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
             llvm::function_ref<void()> body);
 
+/// Combines each of `values` over the whole warp with butterfly shuffles
+/// (shfl.sync.bfly, lane masks 16 down to 1), so that every lane ends with
+/// the result; `combine(i, a, b)` merges two of value i. The values are
+/// interleaved per step, so that their shuffles overlap.
+void warpAllReduce(Emitter &e, llvm::MutableArrayRef<mlir::Value> values,
+                   llvm::function_ref<mlir::Value(size_t, mlir::Value,
+                                                  mlir::Value)>
+                       combine);
+
 /// Combines `values` pairwise, in log2(n) dependent steps rather than a
 /// chain of n: a row's 2 * (tile_n / 8) values per thread would otherwise
 /// serialise on the FMNMX / FADD latency. The order is fixed, so results are

@@ -145,12 +145,9 @@ struct KeyRangeLowering : public AttnOpLoweringPattern<KeyRangeOp> {
         bounds = {e.smin(bounds[0], at[0]), e.smax(bounds[1], at[0]),
                   e.smax(bounds[2], at[1]), e.smin(bounds[3], at[1])};
       }
-      for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
-        bounds[0] = e.smin(bounds[0], e.shflXor(bounds[0], mask));
-        bounds[1] = e.smax(bounds[1], e.shflXor(bounds[1], mask));
-        bounds[2] = e.smax(bounds[2], e.shflXor(bounds[2], mask));
-        bounds[3] = e.smin(bounds[3], e.shflXor(bounds[3], mask));
-      }
+      warpAllReduce(e, bounds, [&](size_t i, Value a, Value b) {
+        return i == 0 || i == 3 ? e.smin(a, b) : e.smax(a, b);
+      });
       at0 = {bounds[0], bounds[3]};
       at1 = {bounds[1], bounds[2]};
     } else {
@@ -232,18 +229,26 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
       llvm::copy(last, out.begin());
       return out;
     };
-    // Entry (batch, head, m tile_m) of a table, as an integer.
+    // A table's row of (batch, head): its entry of query tile m, at row
+    // m tile_m, as an integer.
     OpBuilder &b = rewriter;
-    auto entry = [&](Value desc, Value head, Value m) {
+    struct TableRow {
+      Value base, rowStride;
+    };
+    auto tableRow = [&](Value desc, Value head) {
       MemRefDescriptor table(desc);
-      Value element = e.add64(
+      Value element =
           e.add64(e.mul64(e.sext64(batch), table.stride(b, loc, 0)),
-                  e.mul64(e.sext64(head), table.stride(b, loc, 1))),
-          e.mul64(e.sext64(e.mul(m, tileM)), table.stride(b, loc, 2)));
+                  e.mul64(e.sext64(head), table.stride(b, loc, 1)));
+      return TableRow{
+          e.gep(table.alignedPtr(b, loc), e.mul64(element, e.i64(4))),
+          table.stride(b, loc, 2)};
+    };
+    auto entry = [&](const TableRow &row, Value m) {
+      Value element = e.mul64(e.sext64(e.mul(m, tileM)), row.rowStride);
       Value value = LLVM::LoadOp::create(
           b, loc, b.getF32Type(),
-          e.gep(table.alignedPtr(b, loc), e.mul64(element, e.i64(4))),
-          /*alignment=*/4);
+          e.gep(row.base, e.mul64(element, e.i64(4))), /*alignment=*/4);
       return LLVM::FPToSIOp::create(b, loc, b.getI32Type(), value)
           .getResult();
     };
@@ -253,18 +258,21 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
           Value head = e.add(adaptor.getHead(), i);
           Value first, last;
           if (tables) {
+            TableRow firsts = tableRow(adaptor.getTables()[0], head);
+            TableRow ends = tableRow(adaptor.getTables()[1], head);
             auto interval = [&](Value m) {
-              Value end = entry(adaptor.getTables()[1], head, m);
-              return std::make_pair(entry(adaptor.getTables()[0], head, m),
-                                    e.sub(end, e.i32(1)));
+              Value end = entry(ends, m);
+              return std::make_pair(entry(firsts, m), e.sub(end, e.i32(1)));
             };
             std::tie(first, last) = scanMeetingRows<kScanUnroll>(
                 e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize, interval,
                 loop);
-            for (int64_t mask = kWarpSize / 2; mask >= 1; mask /= 2) {
-              first = e.smin(first, e.shflXor(first, mask));
-              last = e.smax(last, e.shflXor(last, mask));
-            }
+            Value extremes[] = {first, last};
+            warpAllReduce(e, extremes, [&](size_t i, Value a, Value b) {
+              return i == 0 ? e.smin(a, b) : e.smax(a, b);
+            });
+            first = extremes[0];
+            last = extremes[1];
           } else {
             auto interval = [&](Value q) {
               HookEmitter hooks(e, op);
