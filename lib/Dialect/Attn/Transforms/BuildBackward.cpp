@@ -491,13 +491,9 @@ struct BackwardBuilder {
 
   void buildPreprocess(OpBuilder &b, KernelOp kernel, int64_t tileM,
                        int64_t tileN);
-  bool sinkReadsGradients() {
-    return hookReads(attention.getSink(), [&](Value tensor) {
-      return llvm::is_contained(gradTensors, tensor);
-    });
-  }
-  bool scoreModReadsGradients() {
-    return hookReads(attention.getScoreMod(), [&](Value tensor) {
+  /// Whether `hook` reads a tensor whose gradient the family computes.
+  bool readsGradTensors(Region &hook) {
+    return hookReads(hook, [&](Value tensor) {
       return llvm::is_contained(gradTensors, tensor);
     });
   }
@@ -549,7 +545,7 @@ void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
     t.storeTile(asFloats(range.end), arg(kernel, "kv_end"),
                 {blk.batch, blk.head, row});
   }
-  if (sinkReadsGradients())
+  if (readsGradTensors(attention.getSink()))
     accumulateSinkGradients(b, t, kernel, blk, product, row, tileM);
 }
 
@@ -875,7 +871,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                         return scoreGradientBody(b, loc, x, /*keyRows=*/true);
                       });
     // The gradients of the tensors the score_mod reads, where wanted.
-    if (scoreModReadsGradients())
+    if (readsGradTensors(attention.getScoreMod()))
       t.forEach(gradientOperands(pT, dpT, d, scaleValue, sT, blk.batch, h, q0,
                                  kv0),
                 [&](OpBuilder &b, Location loc, ValueRange x) {
