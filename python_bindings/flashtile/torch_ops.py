@@ -92,7 +92,9 @@ def _backward(ctx, grad_out, grad_lse):
     dq, dk, dv = torch.ops.flashtile.attention_backward(
         grad_out, q, k, v, out, lse, ctx.backward, ctx.scale, ctx.names,
         tensors)
-    return dq, dk, dv, None, None, None, None, None
+    # One entry per input, the tensors list included (torch.compile checks
+    # the structure); the captured tensors get none here (check_captures).
+    return dq, dk, dv, None, None, None, None, [None] * len(tensors)
 
 
 _attention.register_autograd(_backward, setup_context=_setup_context)
