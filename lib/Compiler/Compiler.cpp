@@ -526,12 +526,13 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
   // The forward's pins that shape the backward's main kernel; stages are
   // its Q and dO slots.
   const ConfigOverrides &pins = options.pins;
-  if (pins.qInRegs || pins.kvWarps || pins.family != ConfigFamily::Prefill)
+  if (pins.qInRegs || pins.family != ConfigFamily::Prefill)
     return kernels.front().emitError()
-           << "the backward takes tile_m, tile_n, warps and stages (its Q "
-              "and dO slots) only; drop q_in_regs, kv_warps and the family";
+           << "the backward takes tile_m, tile_n, warps, kv_warps and stages "
+              "(its Q and dO slots) only; drop q_in_regs and the family";
   attn::BackwardOptions backward;
-  backward.pins = {pins.tileM, pins.tileN, pins.warps, pins.stages};
+  backward.pins = {pins.tileM, pins.tileN, pins.warps, pins.stages,
+                   pins.kvWarps};
   backward.deterministic = options.deterministic;
   backward.tensorGrads.assign(options.tensorGrads.begin(),
                               options.tensorGrads.end());

@@ -274,12 +274,15 @@ struct CopyTileLowering : public AttnOpLoweringPattern<CopyTileOp> {
 };
 
 /// The tensor coordinates of element 0 of this lane's first tile of an
-/// accumulator (`c`, the C fragment) with `rows` rows whose tile starts at
-/// the row and (unless `colDim` is none: a row state) the column that
-/// `indices` give: a lane's offset within a C tile is linear in (g, t).
+/// accumulator (`c`, the C fragment) with `rows` rows and `cols` columns
+/// whose tile starts at the row and (unless `colDim` is none: a row state)
+/// the column that `indices` give: a lane's offset within a C tile is
+/// linear in (g, t). With KV warps a fragment with columns is the warp's
+/// share of them (what a transpose_b or split_n mma gives it): the warp's
+/// columns start at kvWarp * cols.
 static std::pair<Value, Value>
 getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
-                  ValueRange indices, int64_t rowDim,
+                  int64_t cols, ValueRange indices, int64_t rowDim,
                   std::optional<int64_t> colDim) {
   Emitter &e = ctx.e;
   ThreadCoords &thread = ctx.thread();
@@ -291,9 +294,12 @@ getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
   Value firstRow =
       e.add64(e.sext64(indices[rowDim]), e.sext64(laneRow));
   Value firstCol;
-  if (colDim)
-    firstCol = e.add64(e.sext64(indices[*colDim]),
-                       e.sext64(e.mul(thread.t, colPerT)));
+  if (colDim) {
+    Value laneCol = e.mul(thread.t, colPerT);
+    if (ctx.config.getKvWarps() > 1)
+      laneCol = e.add(laneCol, e.mul(thread.kvWarp, cols));
+    firstCol = e.add64(e.sext64(indices[*colDim]), e.sext64(laneCol));
+  }
   return {firstRow, firstCol};
 }
 
@@ -334,7 +340,8 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     int64_t storedBytes = dstType.getElementTypeBitWidth() / 8;
 
     auto [firstRow, firstCol] =
-        getLaneTileOrigin(ctx, c, rows, adaptor.getIndices(), rowDim, colDim);
+        getLaneTileOrigin(ctx, c, rows, cols, adaptor.getIndices(), rowDim,
+                          colDim);
     // A row's value is held by its whole quad; its first lane writes it.
     Value writer =
         rowState ? e.cmp(LLVM::ICmpPredicate::eq, thread.t, e.i32(0)) : Value();
@@ -431,7 +438,8 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                      : e.i32(0);
 
     auto [firstRow, firstCol] =
-        getLaneTileOrigin(ctx, c, rows, adaptor.getIndices(), rowDim, colDim);
+        getLaneTileOrigin(ctx, c, rows, cols, adaptor.getIndices(), rowDim,
+                          colDim);
     SmallVector<Value> values(layout.numValues(type));
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)
@@ -490,8 +498,9 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                          inRange, f32, f32, zero);
     };
     int64_t size = type.getDimSize(0);
-    auto [firstRow, firstCol] = getLaneTileOrigin(
-        ctx, c, size, adaptor.getIndices(), rowDim, /*colDim=*/rowDim);
+    auto [firstRow, firstCol] =
+        getLaneTileOrigin(ctx, c, size, size, adaptor.getIndices(), rowDim,
+                          /*colDim=*/rowDim);
     SmallVector<Value> values(layout.numValues(type));
     if (type.getLayout() == FragLayout::Rows) {
       for (int64_t i = 0; i < layout.mTiles(size); ++i)
@@ -521,10 +530,15 @@ struct StoreFragLowering : public AttnOpLoweringPattern<StoreFragOp> {
     FragType type = op.getValue().getType();
     MemRefType dstType = op.getDst().getType();
     Value slot = getSlotAddress(ctx.e, adaptor.getDst(), dstType, ctx.e.i32(0));
+    // With KV warps the fragment is the warp's share of the buffer's
+    // columns: 16-bit columns, 8 to a chunk.
+    Value firstChunk;
+    if (ctx.config.getKvWarps() > 1)
+      firstChunk = ctx.e.mul(ctx.thread().kvWarp, type.getDimSize(1) / 8);
     storeAccumulatorToShared(ctx, ctx.e.unpack(adaptor.getValue()),
                              type.getDimSize(0), type.getDimSize(1),
                              dstType.getElementType(), slot,
-                             getB16Columns(dstType));
+                             getB16Columns(dstType), firstChunk);
     rewriter.eraseOp(op);
     return success();
   }

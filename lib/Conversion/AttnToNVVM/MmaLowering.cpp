@@ -391,11 +391,20 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
                  dType.getElementType().isF32() ? e.f32(0.0f) : e.i32(0));
 
     // A KV warp reads its slice of B's buffer rows (N with transpose_b,
-    // else K): rows from kvWarp * (the op's extent along them).
-    SwizzledTileAccess bAccess = accessBlocks(
-        e, thread.lane, bBase, getBBlocks(mma, transposeB),
-        [&] { return e.mul(thread.kvWarp, transposeB ? n : k); }, Value(),
-        getB16Columns(bType));
+    // else K): rows from kvWarp * (the op's extent along them); with
+    // split_n its slice of the columns (N), from chunk kvWarp * N's chunks.
+    bool splitN = op.getSplitN();
+    auto bRows = [&] {
+      return e.mul(thread.kvWarp, transposeB ? n : k);
+    };
+    SwizzledTileAccess bAccess =
+        splitN ? accessBlocks(e, thread.lane, bBase,
+                              getBBlocks(mma, transposeB), {},
+                              e.mul(thread.kvWarp, n * mma.aBits / kChunkBits),
+                              getB16Columns(bType))
+               : accessBlocks(e, thread.lane, bBase,
+                              getBBlocks(mma, transposeB), bRows, Value(),
+                              getB16Columns(bType));
     std::optional<SwizzledTileAccess> aAccess;
     if (!aInRegs) {
       auto aType = cast<MemRefType>(op.getA().getType());

@@ -86,13 +86,15 @@ SmallVector<Value> lowering::packAccumulatorAsA(Emitter &e, ArrayRef<Value> acc,
 
 void lowering::storeAccumulatorToShared(TileOpContext &ctx, ArrayRef<Value> acc,
                                         int64_t rows, int64_t cols, Type dtype,
-                                        Value tile, int64_t b16Columns) {
+                                        Value tile, int64_t b16Columns,
+                                        Value firstChunk) {
   Emitter &e = ctx.e;
   ThreadCoords &thread = ctx.thread();
   int64_t mTiles = ctx.layout.mTiles(rows), nTiles = cols / 8;
   Value warpRow = e.mul(thread.warp, ctx.layout.rowsPerWarp(rows));
   SwizzledTileAccess staged(e, e.gep(tile, e.mul(thread.t, 4)),
-                            e.add(warpRow, thread.g), e.i32(0), b16Columns);
+                            e.add(warpRow, thread.g),
+                            firstChunk ? firstChunk : e.i32(0), b16Columns);
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t j = 0; j < nTiles; ++j)

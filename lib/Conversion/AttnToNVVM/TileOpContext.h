@@ -147,9 +147,12 @@ llvm::SmallVector<mlir::Value> packAccumulatorAsA(Emitter &e,
 /// (`b16Columns` 16-bit columns a row): each thread its pairs of adjacent
 /// columns as one 32-bit store at the address every reader of the tile uses.
 /// attn.store_frag is this; attn.store stages its tile with it.
+/// `firstChunk` (none: 0) is the 16-byte chunk the fragment's columns start
+/// at: a KV warp's share of the tile's columns.
 void storeAccumulatorToShared(TileOpContext &ctx, llvm::ArrayRef<mlir::Value> acc,
                               int64_t rows, int64_t cols, mlir::Type dtype,
-                              mlir::Value tile, int64_t b16Columns);
+                              mlir::Value tile, int64_t b16Columns,
+                              mlir::Value firstChunk = {});
 
 } // namespace flashtile::attn::lowering
 

@@ -56,9 +56,14 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
     return (rows == tileM || (keyGrid && rows == tileN)) &&
            rows % (16 * rowWarps) == 0;
   };
+  // A key-grid kernel's KV warps split columns: dK, dV and dQ are a
+  // warp's share of the head dims.
+  int64_t kvWarps = std::max<int64_t>(config.getKvWarps(), 1);
   auto colsAllowed = [&](int64_t cols) {
     return cols == tileN || cols == warpTileN || cols == headDim ||
-           cols == headDimV || (keyGrid && cols == tileM);
+           cols == headDimV || (keyGrid && cols == tileM) ||
+           (keyGrid && kvWarps > 1 &&
+            (cols == headDim / kvWarps || cols == headDimV / kvWarps));
   };
   // What the rules allow, for the errors.
   auto rowsText = [&] {
@@ -74,7 +79,9 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
            std::to_string(warpTileN) + " per KV warp)" +
            (keyGrid ? ", tile_m = " + std::to_string(tileM) : std::string()) +
            " and the head dims " + std::to_string(headDim) + ", " +
-           std::to_string(headDimV);
+           std::to_string(headDimV) +
+           (keyGrid && kvWarps > 1 ? " (or their shares per KV warp)"
+                                   : std::string());
   };
   auto checkFrag = [&](Operation *at, Type type) -> LogicalResult {
     auto frag = dyn_cast<FragType>(type);

@@ -108,7 +108,7 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
        << (kvWarps > 1 ? " times kv_warps" : "") << ") from 16 to 256";
   else if (stages < 1 || stages > 4)
     os << "stages = " << stages << " must be from 1 to 4";
-  else if (packGqa != (kvWarps > 1))
+  else if (packGqa && kvWarps == 1)
     os << "kv_warps = " << kvWarps << " with pack_gqa = "
        << (packGqa ? "true" : "false")
        << ": KV warps and packed GQA rows go together (the decode family: "

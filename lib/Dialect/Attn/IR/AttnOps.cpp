@@ -539,6 +539,19 @@ LogicalResult KernelOp::verify() {
                << "cannot sit next to an attn.attention: a kernel-level "
                   "kernel holds only its attention (tile-level ops come "
                   "from its expansion, or make a tile program without one)";
+  if (ConfigAttr config = getConfigAttr()) {
+    // Query-side KV warps split K (partial sums the decode epilogue
+    // merges), which only the packed decode tiles have; a key-grid
+    // kernel's split columns.
+    if (!hasKeyGrid() && config && config.getKvWarps() > 1 &&
+        !config.getPackGqa())
+      return emitOpError()
+             << "has kv_warps = " << config.getKvWarps()
+             << " with pack_gqa = false on the query grid: KV warps and "
+                "packed GQA rows go together (the decode family: pack_gqa "
+                "= true with kv_warps > 1; a key-grid kernel's KV warps "
+                "split columns)";
+  }
   if (std::optional<StringRef> grid = getGrid()) {
     if (*grid != "queries" && *grid != "keys")
       return emitOpError() << "has grid = \"" << *grid
@@ -848,6 +861,16 @@ static int64_t getKvWarps(Operation *op) {
   return config ? config.getKvWarps() : 1;
 }
 
+/// Whether the KV warps of the kernel around `op` split columns: a
+/// key-grid kernel's (the backward's), where every mma splits its N over
+/// them (transpose_b or split_n), so each accumulator and column vector is
+/// the warp's share of its columns and no value is a partial sum. The
+/// decode family's KV warps split K instead: its accumulators are partial.
+static bool kvWarpsSplitColumns(Operation *op) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  return kernel && kernel.hasKeyGrid() && getKvWarps(op) > 1;
+}
+
 LogicalResult KVSplitOp::verify() {
   auto kernel = (*this)->getParentOfType<KernelOp>();
   ConfigAttr config = kernel ? kernel.getConfigAttr() : ConfigAttr();
@@ -1017,8 +1040,10 @@ LogicalResult LoadTileOp::verify() {
     return emitOpError() << "loads " << element << " from a tensor of "
                          << stored << " (an f32 tile reads f32, f16 or bf16; "
                          << "an i32 tile reads i32)";
-  if (getKvWarps(*this) != 1)
-    return emitOpError() << "loads a tile in a kernel with KV warps";
+  if (getKvWarps(*this) != 1 && !kvWarpsSplitColumns(*this))
+    return emitOpError() << "loads a tile in a kernel with KV warps that "
+                            "split K (only a key-grid kernel's KV warps "
+                            "split columns, each loading its share)";
   return success();
 }
 
@@ -1080,9 +1105,12 @@ LogicalResult StoreTileOp::verify() {
               .getRows() == abi::kKeySide.rows)
     return emitOpError() << "stores into '" << name
                          << "', a page pool in this paged-KV kernel";
-  if (getKvWarps(*this) != 1)
+  if (getKvWarps(*this) != 1 && (!kvWarpsSplitColumns(*this) || rows))
     return emitOpError() << "stores a tile in a kernel with KV warps, whose "
-                            "accumulators are partial";
+                         << (rows ? "row states every KV warp of a row holds"
+                                  : "accumulators are partial")
+                         << " (a key-grid kernel's KV warps each store their "
+                            "share of an accumulator's columns)";
   return success();
 }
 
@@ -1114,11 +1142,17 @@ LogicalResult StoreFragOp::verify() {
   if (dst.getDimSize(0) != 1)
     return emitOpError() << "destination must have one slot, got "
                          << dst.getDimSize(0);
+  // With KV warps each warp stores its share of the buffer's columns.
+  int64_t kvWarps = getKvWarps(*this);
   if (dst.getDimSize(1) != value.getDimSize(0) ||
-      dst.getDimSize(2) != value.getDimSize(1))
+      dst.getDimSize(2) != value.getDimSize(1) * kvWarps)
     return emitOpError() << "stores a " << value.getDimSize(0) << " x "
-                         << value.getDimSize(1) << " tile into a buffer of "
-                         << dst.getDimSize(1) << " x " << dst.getDimSize(2);
+                         << value.getDimSize(1) << " tile"
+                         << (kvWarps > 1 ? " per KV warp (" +
+                                               std::to_string(kvWarps) + ")"
+                                         : std::string())
+                         << " into a buffer of " << dst.getDimSize(1) << " x "
+                         << dst.getDimSize(2);
   Type stored = dst.getElementType();
   if (!stored.isF16() && !stored.isBF16())
     return emitOpError() << "rounds into f16 or bf16 buffers, got " << stored;
@@ -1129,7 +1163,7 @@ void MmaOp::build(OpBuilder &builder, OperationState &state, Type d, Value a,
                   Value b, Value bTile, Value acc, bool transposeB,
                   int64_t kBegin, int64_t kEnd) {
   build(builder, state, d, a, /*a_tile=*/Value(), b, bTile, acc,
-        /*transpose_a=*/false, transposeB, kBegin, kEnd);
+        /*transpose_a=*/false, transposeB, /*split_n=*/false, kBegin, kEnd);
 }
 
 Type MmaOp::getAElementType() {
@@ -1141,7 +1175,7 @@ Type MmaOp::getAElementType() {
 std::array<int64_t, 3> MmaOp::getProductShape(Type a, MemRefType b,
                                               bool transposeA,
                                               bool transposeB,
-                                              int64_t kvWarps) {
+                                              int64_t kvWarps, bool splitN) {
   // A's tile as the block holds it, before any transpose: the fragment's
   // shape, or one slot of the buffer.
   int64_t rows, cols;
@@ -1153,24 +1187,35 @@ std::array<int64_t, 3> MmaOp::getProductShape(Type a, MemRefType b,
     rows = buffer.getDimSize(1);
     cols = buffer.getDimSize(2);
   }
-  int64_t n = transposeB ? b.getDimSize(1) / kvWarps : b.getDimSize(2);
+  int64_t n = transposeB ? b.getDimSize(1) / kvWarps
+                         : b.getDimSize(2) / (splitN ? kvWarps : 1);
   return transposeA ? std::array<int64_t, 3>{cols, rows, n}
                     : std::array<int64_t, 3>{rows, cols, n};
 }
 
 int64_t MmaOp::getM() {
   return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
-                         getTransposeB(), getKvWarps(*this))[0];
+                         getTransposeB(), getKvWarps(*this),
+                         getSplitN())[0];
 }
 
 int64_t MmaOp::getK() {
   return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
-                         getTransposeB(), getKvWarps(*this))[1];
+                         getTransposeB(), getKvWarps(*this),
+                         getSplitN())[1];
 }
 
 int64_t MmaOp::getN() {
   return getProductShape(getA().getType(), getB().getType(), getTransposeA(),
-                         getTransposeB(), getKvWarps(*this))[2];
+                         getTransposeB(), getKvWarps(*this),
+                         getSplitN())[2];
+}
+
+int64_t MmaOp::getBK() {
+  MemRefType b = getB().getType();
+  if (getTransposeB())
+    return b.getDimSize(2);
+  return getSplitN() ? b.getDimSize(1) : b.getDimSize(1) / getKvWarps(*this);
 }
 
 LogicalResult MmaOp::verify() {
@@ -1219,13 +1264,27 @@ LogicalResult MmaOp::verify() {
                          << "; the table has f16/bf16 into f32, f16 into "
                             "f16, i8 into i32 and f8E4M3FN/f8E5M2 into f32";
   int64_t kvWarps = getKvWarps(*this);
+  if (getSplitN() && (getTransposeB() || kvWarps == 1 ||
+                      !isa<MemRefType>(getA().getType())))
+    return emitOpError() << "split_n splits the columns of B stored [K][N] "
+                            "(no transpose_b) over the kernel's KV warps, "
+                            "with A read whole from a buffer; this mma has "
+                         << (getTransposeB() ? "transpose_b"
+                             : kvWarps == 1
+                                 ? "no KV warps (kv_warps = 1)"
+                                 : "A in registers");
+  if (kvWarpsSplitColumns(*this) && !getTransposeB() && !getSplitN())
+    return emitOpError() << "reads B stored [K][N] in a key-grid kernel with "
+                         << kvWarps
+                         << " KV warps, which split columns: add split_n "
+                            "(a split of K would leave partial sums)";
   int64_t m = getM(), k = getK(), n = getN();
-  int64_t bK = getTransposeB() ? b.getDimSize(2) : b.getDimSize(1) / kvWarps;
+  int64_t bK = getBK();
   if (k != bK)
     return emitOpError() << "A has K = " << k << " but B's tile has " << bK
                          << (getTransposeB() ? " columns"
                                              : " rows" + std::string(
-                                                   kvWarps > 1
+                                                   kvWarps > 1 && !getSplitN()
                                                        ? " per KV warp"
                                                        : ""));
   if (m % instr->shape.m != 0 || n % (2 * instr->shape.n) != 0 ||

@@ -130,7 +130,7 @@ Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
   ConfigAttr config = kernel.getConfigAttr();
   std::array<int64_t, 3> mkn = MmaOp::getProductShape(
       a.getType(), bType, options.transposeA, options.transposeB,
-      config ? config.getKvWarps() : 1);
+      config ? config.getKvWarps() : 1, options.splitN);
   Type accType = options.accType;
   if (acc)
     accType = cast<FragType>(acc.getType()).getElementType();
@@ -140,8 +140,8 @@ Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
   auto type =
       FragType::get(b.getContext(), {mkn[0], mkn[2]}, accType, FragLayout::Acc);
   return MmaOp::create(b, here, type, a, options.aTile, bBuffer, bTile, acc,
-                       options.transposeA, options.transposeB, options.kBegin,
-                       options.kEnd);
+                       options.transposeA, options.transposeB, options.splitN,
+                       options.kBegin, options.kEnd);
 }
 
 Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,

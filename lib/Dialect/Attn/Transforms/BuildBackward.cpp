@@ -71,11 +71,15 @@ using namespace flashtile::attn;
 
 namespace {
 
-/// One candidate shape of the backward: the main kernel's tiles and the
+/// One candidate shape of the backward: the main kernel's tiles, the
 /// query side's slots (2: the next step's Q and dO land while this one
-/// computes).
+/// computes), and its KV warps: with kvWarps > 1 the warps are
+/// warps / kvWarps row warps by kvWarps column warps, each product's
+/// columns split over the latter (S^T's queries, dK's, dV's and dQ's head
+/// dims), with P^T and dS^T staged in shared memory for the products whose
+/// K they are.
 struct BackwardShape {
-  int64_t tileM, tileN, warps, qSlots, doSlots;
+  int64_t tileM, tileN, warps, qSlots, doSlots, kvWarps = 1;
 };
 
 /// The deterministic family's dQ kernel: query tiles of tile_m rows, KV
@@ -101,13 +105,15 @@ SmallVector<BackwardShape> pinShapes(ArrayRef<BackwardShape> shapes,
                                      const BackwardPins &pins) {
   if (pins.tileM && pins.tileN && pins.warps) {
     int64_t slots = pins.slots.value_or(2);
-    return {{*pins.tileM, *pins.tileN, *pins.warps, slots, slots}};
+    return {{*pins.tileM, *pins.tileN, *pins.warps, slots, slots,
+             pins.kvWarps.value_or(1)}};
   }
   SmallVector<BackwardShape> kept;
   for (const BackwardShape &s : shapes)
     if ((!pins.tileM || *pins.tileM == s.tileM) &&
         (!pins.tileN || *pins.tileN == s.tileN) &&
         (!pins.warps || *pins.warps == s.warps) &&
+        (!pins.kvWarps || *pins.kvWarps == s.kvWarps) &&
         (!pins.slots || (*pins.slots == s.qSlots && *pins.slots == s.doSlots)))
       kept.push_back(s);
   return kept;
@@ -703,13 +709,18 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
   auto mul = [&](Value x, int64_t y) { return ia.mul(x, y); };
 
   TileBuilder::Block blk = t.blockContext();
+  int64_t kvWarps = shape.kvWarps;
   Value ks = t.buffer("K", 1, tileN, headDim);
   Value vs = t.buffer("V", 1, tileN, headDimV);
   Value qs = t.buffer("Q", shape.qSlots, tileM, headDim);
   Value dos = t.buffer("dO", shape.doSlots, tileM, headDimV);
   // dS^T's staging for dQ = dS K (not in the deterministic family, whose
-  // dQ kernel recomputes dS).
-  Value dss = deterministic ? Value() : t.buffer("dS", 1, tileN, tileM);
+  // dQ kernel recomputes dS). With KV warps, each warp holds its share of
+  // P^T's and dS^T's columns (queries), while dV += P^T dO and
+  // dK += dS^T Q run over all of them: both go through shared memory.
+  Value dss = deterministic && kvWarps == 1 ? Value()
+                                            : t.buffer("dS", 1, tileN, tileM);
+  Value ps = kvWarps > 1 ? t.buffer("P", 1, tileN, tileM) : Value();
   Value n = blk.mBlock;
   t.copy(arg(kernel, "k"), blk.batch, n, blk.kvHead, ks);
   t.copy(arg(kernel, "v"), blk.batch, n, blk.kvHead, vs);
@@ -803,8 +814,9 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
 
   Value scaleValue = t.softmaxScale(scale);
   Value scaleLog2 = exponentFactor(b, t, scaleValue);
-  Value dK0 = t.splat({tileN, headDim}, f32, 0.0f);
-  Value dV0 = t.splat({tileN, headDimV}, f32, 0.0f);
+  // Each KV warp accumulates its share of dK's and dV's columns.
+  Value dK0 = t.splat({tileN, headDim / kvWarps}, f32, 0.0f);
+  Value dV0 = t.splat({tileN, headDimV / kvWarps}, f32, 0.0f);
   int64_t left = windowLeft, right = windowRight;
 
   auto step = [&](Value j, ValueRange carried,
@@ -819,8 +831,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     TileBuilder::MmaOptions transposedB;
     transposedB.transposeB = true;
     Value sT = t.mma(ks, qs, j, Value(), transposedB);
-    Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, h, q0}, tileM,
-                             FragLayout::Cols);
+    Value lse = t.loadVector(arg(kernel, "lse"), {blk.batch, h, q0},
+                             tileM / kvWarps, FragLayout::Cols);
     SmallVector<Value> pOperands = {sT,          lse,         scaleLog2, kv0,
                                     q0,          blk.seqlenQ, blk.seqlenK,
                                     shift};
@@ -863,8 +875,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
           return zeroWhere(b, loc, ia.bitOr(out, keptNoKey(b, loc, l)), p);
         });
     Value dpT = t.mma(vs, dos, j, Value(), transposedB);
-    Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0}, tileM,
-                           FragLayout::Cols);
+    Value d = t.loadVector(arg(kernel, "d"), {blk.batch, h, q0},
+                           tileM / kvWarps, FragLayout::Cols);
     Value dsT = t.map(gradientOperands(pT, dpT, d, scaleValue, sT, blk.batch,
                                        h, q0, kv0),
                       [&](OpBuilder &b, Location loc, ValueRange x) {
@@ -877,11 +889,22 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                 [&](OpBuilder &b, Location loc, ValueRange x) {
                   accumulateReadGradients(b, loc, x, /*keyRows=*/true);
                 });
-    Value dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
-    Value dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
-    if (!deterministic) {
+    Value dV, dK;
+    TileBuilder::MmaOptions splitN;
+    splitN.splitN = kvWarps > 1;
+    if (kvWarps == 1) {
+      dV = t.mma(t.convert(pT, dtype), dos, j, carried[1], {});
+      dK = t.mma(t.convert(dsT, dtype), qs, j, carried[0], {});
+      if (!deterministic)
+        t.storeFrag(dsT, dss);
+    } else {
+      t.storeFrag(pT, ps);
       t.storeFrag(dsT, dss);
-      TileBuilder::MmaOptions transposedA;
+      dV = t.mma(ps, dos, j, carried[1], splitN);
+      dK = t.mma(dss, qs, j, carried[0], splitN);
+    }
+    if (!deterministic) {
+      TileBuilder::MmaOptions transposedA = splitN;
       transposedA.transposeA = true;
       Value dQ = t.mma(dss, ks, n, Value(), transposedA);
       t.storeTile(dQ, arg(kernel, "dq_accum"),
@@ -1031,24 +1054,34 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   // A pinned shape is checked like any config: the main kernel's, and the
   // query-tile kernels' (tile_m by tile_m, one stage).
   auto valid = [&](int64_t tileM, int64_t tileN, int64_t stages,
-                   int64_t warps) {
+                   int64_t warps, int64_t kvWarps) {
     return bool(ConfigAttr::getChecked(
         [&] { return attention.emitError() << "invalid backward config: "; },
-        b.getContext(), tileM, tileN, stages, warps, false, int64_t{1},
-        false));
+        b.getContext(), tileM, tileN, stages, warps, false, kvWarps, false));
   };
-  for (const BackwardShape &s : shapes)
-    if (!valid(s.tileM, s.tileN, s.qSlots, s.warps) ||
-        !valid(s.tileM, s.tileM, 1, s.warps))
+  // The query-tile kernels (preprocess, convert) have row warps only.
+  for (const BackwardShape &s : shapes) {
+    if (!valid(s.tileM, s.tileN, s.qSlots, s.warps, s.kvWarps) ||
+        !valid(s.tileM, s.tileM, 1, s.warps / s.kvWarps, 1))
       return failure();
+    int64_t share = std::min(builder.headDim, builder.headDimV) / s.kvWarps;
+    if (s.kvWarps > 1 && (builder.headDim % s.kvWarps != 0 ||
+                          builder.headDimV % s.kvWarps != 0 || share % 16))
+      return attention.emitError()
+             << "invalid backward config: kv_warps = " << s.kvWarps
+             << " splits the head dims " << builder.headDim << " and "
+             << builder.headDimV
+             << " into shares that must be whole multiples of 16 (two mma "
+                "n-tiles); pin kv_warps = 1 for this head dim";
+  }
 
   // The main kernel is the one whose buffers decide.
   auto [main, chosenIndex] = buildFirstThatFits<BackwardShape>(
       shapes, arch.smemPerBlock, [&](const BackwardShape &shape) {
-        ConfigAttr config =
-            ConfigAttr::get(b.getContext(), shape.tileM, shape.tileN,
-                            /*stages=*/shape.qSlots, shape.warps,
-                            /*q_in_regs=*/false);
+        ConfigAttr config = ConfigAttr::get(
+            b.getContext(), shape.tileM, shape.tileN,
+            /*stages=*/shape.qSlots, shape.warps,
+            /*q_in_regs=*/false, shape.kvWarps, /*pack_gqa=*/false);
         OpBuilder::InsertionGuard guard(b);
         KernelOp kernel =
             builder.createKernel(b, "_main", config, /*keyGrid=*/true);
@@ -1058,15 +1091,17 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
       });
   const BackwardShape &chosen = shapes[chosenIndex];
 
+  // The query-tile kernels run the main kernel's row warps.
+  int64_t rowWarps = chosen.warps / chosen.kvWarps;
   ConfigAttr rowsConfig =
       ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileM, 1,
-                      chosen.warps, false);
+                      rowWarps, false);
   // A preprocess that writes the KV-tile tables finds them with the main
   // kernel's tiles: its config says tile_n too (its own tiles are tile_m
   // rows).
   ConfigAttr tablesConfig =
       ConfigAttr::get(b.getContext(), chosen.tileM, chosen.tileN, 1,
-                      chosen.warps, false);
+                      rowWarps, false);
   b.setInsertionPoint(main);
   KernelOp preprocess =
       builder.createKernel(b, "_preprocess",

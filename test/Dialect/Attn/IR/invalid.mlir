@@ -1396,3 +1396,76 @@ attn.kernel @query_range_table_type arch(#attn.arch<sm_120>) config(#attn.config
   %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %q, %q : !t, !t attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   }
 }
+
+// -----
+
+// KV warps split K on the query grid (the decode family's partial sums),
+// which needs packed rows.
+!t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+// expected-error @below {{has kv_warps = 2 with pack_gqa = false on the query grid: KV warps and packed GQA rows go together}}
+attn.kernel @query_grid_kv_warps_unpacked arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+}
+
+// -----
+
+// A key-grid kernel's KV warps split columns: a B stored [K][N] without
+// split_n would split K and leave partial sums.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @key_grid_split_k arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %c0 = arith.constant 0 : index
+  %ps = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  // expected-error @below {{reads B stored [K][N] in a key-grid kernel with 2 KV warps, which split columns: add split_n (a split of K would leave partial sums)}}
+  %acc = attn.mma %ps, %qs[%c0] : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @split_n_transposed arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %c0 = arith.constant 0 : index
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  // expected-error @below {{split_n splits the columns of B stored [K][N] (no transpose_b) over the kernel's KV warps, with A read whole from a buffer; this mma has transpose_b}}
+  %s = attn.mma %ks, %qs[%c0] {split_n, transpose_b} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @split_n_without_kv_warps arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %c0 = arith.constant 0 : index
+  %ps = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  // expected-error @below {{this mma has no KV warps (kv_warps = 1)}}
+  %acc = attn.mma %ps, %qs[%c0] {split_n} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// A row state is held by every KV warp of its rows: a store would race.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @key_grid_kv_warps_row_store arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"lse", "out", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t, %lse: memref<?x?x?xf32>):
+  %c0 = arith.constant 0 : index
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  // expected-error @below {{stores a tile in a kernel with KV warps, whose row states every KV warp of a row holds}}
+  attn.store_tile %r -> %lse[%c0, %c0, %c0] : !attn.frag<64xf32> -> memref<?x?x?xf32>
+}
+
+// -----
+
+// With KV warps, a warp stores its share of a buffer's columns.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @store_frag_share arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %ps = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
+  %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  // expected-error @below {{stores a 64 x 64 tile per KV warp (2) into a buffer of 64 x 64}}
+  attn.store_frag %p -> %ps : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
+}

@@ -66,6 +66,41 @@ attn.kernel @cols_vectors arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 
   attn.store_frag %r -> %ds : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
 }
 
+// A key-grid kernel's KV warps split columns: each warp's S^T is its share
+// of the queries (with its share of D), P^T goes to shared memory as that
+// share of the buffer's columns, and split_n gives each warp its share of
+// dV's columns over all of the queries.
+// CHECK-LABEL: attn.kernel @kv_warps_split_columns
+// CHECK:         attn.mma %{{.*}}, %{{.*}}[%{{.*}}] {transpose_b} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+// CHECK:         attn.load_tile %{{.*}} -> !attn.frag<32xf32, cols>
+// CHECK:         attn.store_frag %{{.*}} -> %{{.*}} : !attn.frag<64x32xf32> -> memref<1x64x64xbf16, 3>
+// CHECK:         attn.mma %{{.*}}, %{{.*}}[%{{.*}}] {split_n} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+// CHECK:         attn.store_tile %{{.*}} : !attn.frag<64x32xf32> -> memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @kv_warps_split_columns arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {
+    grid = "keys",
+    tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">,
+               #attn.tensor<"d", "in", "seqlen_q", "heads_q">,
+               #attn.tensor<"dv", "out", "seqlen_k", "heads_kv">]} {
+^bb0(%q: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>,
+     %d: memref<?x?x?xf32, strided<[?, ?, 1]>>,
+     %dv: memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>):
+  %c0 = arith.constant 0 : index
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  %ps = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
+  %s = attn.mma %ks, %qs[%c0] {transpose_b} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+  %dvec = attn.load_tile %d[%c0, %c0, %c0] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.frag<32xf32, cols>
+  %p = attn.map %s, %dvec : !attn.frag<64x32xf32>, !attn.frag<32xf32, cols> -> !attn.frag<64x32xf32> {
+  ^bb0(%x: f32, %y: f32, %row: index, %col: index):
+    %z = arith.subf %x, %y : f32
+    attn.yield %z : f32
+  }
+  attn.store_frag %p -> %ps : !attn.frag<64x32xf32> -> memref<1x64x64xbf16, 3>
+  attn.barrier
+  %acc = attn.mma %ps, %qs[%c0] {split_n} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+  attn.store_tile %acc -> %dv[%c0, %c0, %c0, %c0] : !attn.frag<64x32xf32> -> memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+}
+
 // attn.for_each: a map's operands and body arguments, no result; its body
 // adds into the kernel's extra tensors of role accumulate.
 !g = memref<?x?xf32, strided<[?, ?]>>

@@ -65,7 +65,11 @@ def Attn_ConfigAttr : AttrDef<Attn_Dialect, "Config"> {
       keeps its own row max, row sum and O accumulator; the epilogue merges
       them through shared memory. Scores are `tile_m x tile_n / kv_warps`
       fragments. The decode family uses it: a 16-row Q tile keeps 4 warps
-      busy.
+      busy. In a key-grid kernel (the backward's) they split columns
+      instead: every product's N (transpose_b, or attn.mma's split_n), so
+      each fragment with columns is the warp's share of them, at columns
+      `[(w % kv_warps) * N, ...)`, and no value is a partial sum. On the
+      query grid they need `pack_gqa` (the kernel's verifier says so).
     * `pack_gqa` (default false): the block's rows are (query position,
       query head) pairs of one KV head, head-minor: packed row `p` is
       position `p / G`, head `kv_head * G + p % G`, with `G = heads_q /
@@ -166,6 +170,9 @@ def Attn_FragType : TypeDef<Attn_Dialect, "Frag"> {
     A tile of the whole block, spread over its warps' registers in one of
     the mma.sync fragment layouts: warps are stacked along the rows, so every
     row belongs to exactly one warp and row reductions stay inside a warp.
+    With a config's `kv_warps` > 1, the type is one KV warp's share: of
+    the keys (decode scores), or of the columns (a key-grid kernel's
+    accumulators and `cols` vectors).
     The layout kind says which operand's layout the registers follow:
 
     * `acc`: the C/D layout of an mma (scores, accumulators);

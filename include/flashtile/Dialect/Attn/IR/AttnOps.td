@@ -747,7 +747,11 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
       [K][N], or as [N][K] with `transpose_b` (K's rows in S = Q K^T).
     * The block's row warps split M. With `kv_warps` > 1 in the config, the
       KV warps split the buffer rows of B (N with `transpose_b`, else K),
-      so D (or A's K) has the warp's share.
+      so D (or A's K) has the warp's share. With `split_n` (B stored
+      [K][N], no `transpose_b`) they split B's columns instead: each KV
+      warp reads all of K and its share of N, so D is the warp's columns
+      `[kv_warp * N, (kv_warp + 1) * N)` and A (a buffer) is read whole.
+      The backward's 8-warp key-grid kernel multiplies so.
     * With `k_begin` / `k_end` (multiples of the instruction's k; `k_end` 0
       is the end of K), the product runs over that slice of K only, how one
       tile of Q and K holds two attention maps (differential attention).
@@ -767,6 +771,7 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
                        Arg<Attn_SharedBuffer, "", [MemRead]>:$b,
                        Index:$b_tile, Optional<Attn_Frag>:$acc,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$split_n,
                        DefaultValuedAttr<I64Attr, "0">:$k_begin,
                        DefaultValuedAttr<I64Attr, "0">:$k_end);
   let results = (outs Attn_Frag:$d);
@@ -785,11 +790,15 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
     int64_t getN();
     /// {M, K, N} of A (a fragment or a buffer, stored transposed with
     /// `transposeA`) times B's buffer (stored [N][K] with `transposeB`),
-    /// with `kvWarps` KV warps splitting B's buffer rows: what the
-    /// verifier checks and the builder infers the result from.
+    /// with `kvWarps` KV warps splitting B's buffer rows (its columns with
+    /// `splitN`): what the verifier checks and the builder infers the
+    /// result from.
     static std::array<int64_t, 3> getProductShape(
         ::mlir::Type a, ::mlir::MemRefType b, bool transposeA,
-        bool transposeB, int64_t kvWarps);
+        bool transposeB, int64_t kvWarps, bool splitN = false);
+    /// B's K as one warp reads it: the rows of B's buffer (its columns with
+    /// `transpose_b`) the warp's share of the product runs over.
+    int64_t getBK();
     /// The slice [begin, end) of K the product runs over.
     std::pair<int64_t, int64_t> getKRange() {
       int64_t end = static_cast<int64_t>(getKEnd());

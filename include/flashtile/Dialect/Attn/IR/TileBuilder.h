@@ -106,12 +106,15 @@ public:
   struct MmaOptions {
     mlir::Value aTile = {};
     bool transposeA = false, transposeB = false;
+    /// With KV warps, each warp takes its share of B's columns (B stored
+    /// [K][N]) and A whole (attn.mma's split_n).
+    bool splitN = false;
     mlir::Type accType = {};
     int64_t kBegin = 0, kEnd = 0;
   };
   /// attn.mma: D = A B[bTile] (+ acc), B from `bBuffer`. The result is an
   /// accumulator of M x N (N: one KV warp's share of B's buffer rows with
-  /// transposeB), of acc's type when given.
+  /// transposeB, of its columns with splitN), of acc's type when given.
   mlir::Value mma(mlir::Value a, mlir::Value bBuffer, mlir::Value bTile,
                   mlir::Value acc, const MmaOptions &options, FLASHTILE_CALLER);
   /// S = Q K[tile]^T in f32, attn.mma with K's rows as B's columns (`q` in

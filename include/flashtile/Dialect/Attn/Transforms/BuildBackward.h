@@ -33,10 +33,11 @@
 namespace flashtile::attn {
 
 /// Pins of the main kernel's shape: query rows per step (tile_m), keys per
-/// block (tile_n), warps, and the slots of Q and dO. Unset ones are
-/// searched among the candidates.
+/// block (tile_n), warps, the slots of Q and dO, and the KV warps that
+/// split every product's columns (kv_warps). Unset ones are searched among
+/// the candidates.
 struct BackwardPins {
-  std::optional<int64_t> tileM, tileN, warps, slots;
+  std::optional<int64_t> tileM, tileN, warps, slots, kvWarps;
 };
 
 /// How the backward is built.
