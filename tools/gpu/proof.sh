@@ -37,7 +37,9 @@
 #      kernels come from build_kernels.sh's autograd mode: the bwd set and
 #      the Python cache, about 35 MB to carry)
 #  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
-#      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex)
+#      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex);
+#      bwd-candidates: the KV-warp shapes not chosen yet, next to the
+#      chosen ones and FA2
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -335,6 +337,19 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   > "$out/bench_bwd.txt" 2>&1
 status=$?
 stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"
+fi
+# The backward shapes the search does not pick yet (KV warps that split
+# columns), next to the chosen ones and FA2, to decide the candidates.
+if want bwd-candidates; then
+timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
+  "$kernels"/bwd/bwd_bf16_d64_{full,causal}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_{full,causal}_kv4.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_causal_kv2.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_full{,_kv2}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d256_causal{,_kv2}.plan.json \
+  --seqlens 1024 4096 --peers sdpa-flash > "$out/bwd_candidates.txt" 2>&1
+status=$?
+stage bwd-candidates "$(verdict $status)" "$(grep -c flashtile "$out/bwd_candidates.txt") shapes (bwd_candidates.txt)"
 fi
 
 # 13. The defects found from outside (issue 22), against float64: a changed
