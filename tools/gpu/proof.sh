@@ -345,7 +345,8 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d64_{full,causal}.plan.json \
   "$kernels"/bwd/bwd_bf16_d64_{full,causal}_kv4.plan.json \
   "$kernels"/bwd/bwd_bf16_d64_causal_kv2.plan.json \
-  "$kernels"/bwd/bwd_bf16_d128_full{,_kv2}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_full{,_kv2,_kv4}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json \
   "$kernels"/bwd/bwd_bf16_d256_causal{,_kv2}.plan.json \
   --seqlens 1024 4096 --peers sdpa-flash > "$out/bwd_candidates.txt" 2>&1
 status=$?
