@@ -17,6 +17,8 @@
 // CHECK-NEXT:  llvm.mlir.constant(4 : i32) : i32
 // CHECK-NEXT:  %[[HIGH:.*]] = llvm.lshr
 // CHECK-NEXT:  llvm.add %[[HIGH]], %[[CHUNK]] : i32
+// No row offset of B by the KV warp (a split of K would have one).
+// CHECK-NOT:   llvm.mul %[[KVW]]
 // CHECK:       nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
 // CHECK:       nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
 // CHECK:       nvvm.mma.sync

@@ -56,14 +56,15 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
     return (rows == tileM || (keyGrid && rows == tileN)) &&
            rows % (16 * rowWarps) == 0;
   };
-  // A key-grid kernel's KV warps split columns: dK, dV and dQ are a
-  // warp's share of the head dims.
+  // A key-grid kernel's KV warps split columns: S^T (and its LSE and D) is
+  // a warp's share of a step's queries, dK, dV and dQ of the head dims.
   int64_t kvWarps = std::max<int64_t>(config.getKvWarps(), 1);
   auto colsAllowed = [&](int64_t cols) {
     return cols == tileN || cols == warpTileN || cols == headDim ||
            cols == headDimV || (keyGrid && cols == tileM) ||
            (keyGrid && kvWarps > 1 &&
-            (cols == headDim / kvWarps || cols == headDimV / kvWarps));
+            (cols == tileM / kvWarps || cols == headDim / kvWarps ||
+             cols == headDimV / kvWarps));
   };
   // What the rules allow, for the errors.
   auto rowsText = [&] {

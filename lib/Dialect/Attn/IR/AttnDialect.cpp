@@ -87,7 +87,8 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
                                                      int64_t stages,
                                                      int64_t warps,
                                                      int64_t kvWarps,
-                                                     bool packGqa) {
+                                                     bool packGqa,
+                                                     bool queryGrid) {
   std::string message;
   llvm::raw_string_ostream os(message);
   if (warps < 1 || warps > 16 || !llvm::isPowerOf2_64(warps))
@@ -108,7 +109,7 @@ std::optional<std::string> attn::explainInvalidConfig(int64_t tileM,
        << (kvWarps > 1 ? " times kv_warps" : "") << ") from 16 to 256";
   else if (stages < 1 || stages > 4)
     os << "stages = " << stages << " must be from 1 to 4";
-  else if (packGqa && kvWarps == 1)
+  else if (queryGrid ? packGqa != (kvWarps > 1) : packGqa && kvWarps == 1)
     os << "kv_warps = " << kvWarps << " with pack_gqa = "
        << (packGqa ? "true" : "false")
        << ": KV warps and packed GQA rows go together (the decode family: "
@@ -123,7 +124,8 @@ LogicalResult ConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t warps, bool, int64_t kvWarps,
                                  bool packGqa) {
   if (std::optional<std::string> problem =
-          explainInvalidConfig(tileM, tileN, stages, warps, kvWarps, packGqa))
+          explainInvalidConfig(tileM, tileN, stages, warps, kvWarps, packGqa,
+                               /*queryGrid=*/false))
     return emitError() << *problem;
   return success();
 }

@@ -539,19 +539,14 @@ LogicalResult KernelOp::verify() {
                << "cannot sit next to an attn.attention: a kernel-level "
                   "kernel holds only its attention (tile-level ops come "
                   "from its expansion, or make a tile program without one)";
-  if (ConfigAttr config = getConfigAttr()) {
-    // Query-side KV warps split K (partial sums the decode epilogue
-    // merges), which only the packed decode tiles have; a key-grid
-    // kernel's split columns.
-    if (!hasKeyGrid() && config && config.getKvWarps() > 1 &&
-        !config.getPackGqa())
-      return emitOpError()
-             << "has kv_warps = " << config.getKvWarps()
-             << " with pack_gqa = false on the query grid: KV warps and "
-                "packed GQA rows go together (the decode family: pack_gqa "
-                "= true with kv_warps > 1; a key-grid kernel's KV warps "
-                "split columns)";
-  }
+  // The config's grid-dependent rule (KV warps on the query grid come with
+  // packed rows); the attribute's verifier checked the rest.
+  if (ConfigAttr config = getConfigAttr(); config && !hasKeyGrid())
+    if (std::optional<std::string> problem = explainInvalidConfig(
+            config.getTileM(), config.getTileN(), config.getStages(),
+            config.getWarps(), config.getKvWarps(), config.getPackGqa()))
+      return emitOpError() << "has a config invalid on the query grid: "
+                           << *problem;
   if (std::optional<StringRef> grid = getGrid()) {
     if (*grid != "queries" && *grid != "keys")
       return emitOpError() << "has grid = \"" << *grid
@@ -1264,15 +1259,27 @@ LogicalResult MmaOp::verify() {
                          << "; the table has f16/bf16 into f32, f16 into "
                             "f16, i8 into i32 and f8E4M3FN/f8E5M2 into f32";
   int64_t kvWarps = getKvWarps(*this);
-  if (getSplitN() && (getTransposeB() || kvWarps == 1 ||
+  bool splitColumns = kvWarpsSplitColumns(*this);
+  if (getSplitN() && (getTransposeB() || !splitColumns ||
                       !isa<MemRefType>(getA().getType())))
     return emitOpError() << "split_n splits the columns of B stored [K][N] "
-                            "(no transpose_b) over the kernel's KV warps, "
-                            "with A read whole from a buffer; this mma has "
+                            "(no transpose_b) over a key-grid kernel's KV "
+                            "warps, with A read whole from a buffer; this "
+                            "mma has "
                          << (getTransposeB() ? "transpose_b"
-                             : kvWarps == 1
-                                 ? "no KV warps (kv_warps = 1)"
+                             : !splitColumns
+                                 ? "no KV warps that split columns (kv_warps "
+                                   "> 1 on the key grid)"
                                  : "A in registers");
+  // A fragment there is the warp's share of its columns: as A, its K would
+  // be a share, and the product a partial sum.
+  if (splitColumns && isa<FragType>(getA().getType()))
+    return emitOpError() << "takes A in registers in a key-grid kernel with "
+                         << kvWarps
+                         << " KV warps, where a fragment holds the warp's "
+                            "share of its columns (a partial product); stage "
+                            "A in shared memory (attn.store_frag) and read it "
+                            "from there";
   if (kvWarpsSplitColumns(*this) && !getTransposeB() && !getSplitN())
     return emitOpError() << "reads B stored [K][N] in a key-grid kernel with "
                          << kvWarps
@@ -1313,7 +1320,20 @@ LogicalResult MmaOp::verify() {
   return success();
 }
 
+/// Refuses an op that needs whole rows of scores or partial sums over keys
+/// in a kernel whose KV warps split columns (a key-grid kernel's).
+static LogicalResult refuseColumnShares(Operation *op, StringRef needs) {
+  if (!kvWarpsSplitColumns(op))
+    return success();
+  return op->emitOpError()
+         << "needs " << needs << ", but this key-grid kernel's "
+         << getKvWarps(op)
+         << " KV warps each hold a share of the columns";
+}
+
 LogicalResult OnlineSoftmaxOp::verify() {
+  if (failed(refuseColumnShares(*this, "whole rows of scores")))
+    return failure();
   auto s = cast<FragType>(getS().getType());
   if (s.getRank() != 2 || !s.getElementType().isF32())
     return emitOpError() << "scores must be a rank-2 f32 fragment, got " << s;
@@ -1367,6 +1387,9 @@ LogicalResult KVLoopOp::verify() {
 }
 
 LogicalResult EpilogueOp::verify() {
+  if (failed(refuseColumnShares(
+          *this, "an O of whole rows (or KV warps' partial sums over keys)")))
+    return failure();
   auto acc = cast<FragType>(getAcc().getType());
   MemRefType stage = getStage().getType();
   MemRefType o = getO().getType();

@@ -1044,7 +1044,8 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
            "tile_m, tile_n and warps together for another shape, or one of:";
     for (const BackwardShape &s : candidates)
       diag << " (tile_m " << s.tileM << ", tile_n " << s.tileN << ", warps "
-           << s.warps << ", stages " << s.qSlots << ")";
+           << s.warps << ", kv_warps " << s.kvWarps << ", stages " << s.qSlots
+           << ")";
     return diag;
   }
   if (pins.slots && *pins.slots < 1)
@@ -1064,15 +1065,20 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
     if (!valid(s.tileM, s.tileN, s.qSlots, s.warps, s.kvWarps) ||
         !valid(s.tileM, s.tileM, 1, s.warps / s.kvWarps, 1))
       return failure();
-    int64_t share = std::min(builder.headDim, builder.headDimV) / s.kvWarps;
-    if (s.kvWarps > 1 && (builder.headDim % s.kvWarps != 0 ||
-                          builder.headDimV % s.kvWarps != 0 || share % 16))
+    // Each KV warp's share of a product's columns is whole pairs of mma
+    // n-tiles: of the queries (S^T, dP^T) and of each head dim (dK, dV, dQ).
+    auto wholeShare = [&](int64_t cols) {
+      return cols % s.kvWarps == 0 && (cols / s.kvWarps) % 16 == 0;
+    };
+    if (s.kvWarps > 1 && !(wholeShare(builder.headDim) &&
+                           wholeShare(builder.headDimV) && wholeShare(s.tileM)))
       return attention.emitError()
              << "invalid backward config: kv_warps = " << s.kvWarps
-             << " splits the head dims " << builder.headDim << " and "
+             << " splits tile_m = " << s.tileM << " (the queries of a step) "
+             << "and the head dims " << builder.headDim << " and "
              << builder.headDimV
-             << " into shares that must be whole multiples of 16 (two mma "
-                "n-tiles); pin kv_warps = 1 for this head dim";
+             << " into shares that must each be a whole multiple of 16 (two "
+                "mma n-tiles); pin kv_warps = 1, or a tile_m that splits so";
   }
 
   // The main kernel is the one whose buffers decide.

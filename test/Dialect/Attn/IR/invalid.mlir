@@ -1403,7 +1403,7 @@ attn.kernel @query_range_table_type arch(#attn.arch<sm_120>) config(#attn.config
 // which needs packed rows.
 !t = memref<?x?x?x128xf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
-// expected-error @below {{has kv_warps = 2 with pack_gqa = false on the query grid: KV warps and packed GQA rows go together}}
+// expected-error @below {{has a config invalid on the query grid: kv_warps = 2 with pack_gqa = false: KV warps and packed GQA rows go together (the decode family: pack_gqa = true with kv_warps > 1)}}
 attn.kernel @query_grid_kv_warps_unpacked arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) {
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
 }
@@ -1430,7 +1430,7 @@ attn.kernel @split_n_transposed arch(#attn.arch<sm_120>) config(#attn.config<til
   %c0 = arith.constant 0 : index
   %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
-  // expected-error @below {{split_n splits the columns of B stored [K][N] (no transpose_b) over the kernel's KV warps, with A read whole from a buffer; this mma has transpose_b}}
+  // expected-error @below {{split_n splits the columns of B stored [K][N] (no transpose_b) over a key-grid kernel's KV warps, with A read whole from a buffer; this mma has transpose_b}}
   %s = attn.mma %ks, %qs[%c0] {split_n, transpose_b} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
 }
 
@@ -1442,7 +1442,7 @@ attn.kernel @split_n_without_kv_warps arch(#attn.arch<sm_120>) config(#attn.conf
   %c0 = arith.constant 0 : index
   %ps = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
   %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
-  // expected-error @below {{this mma has no KV warps (kv_warps = 1)}}
+  // expected-error @below {{this mma has no KV warps that split columns (kv_warps > 1 on the key grid)}}
   %acc = attn.mma %ps, %qs[%c0] {split_n} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x64xf32>
 }
 
@@ -1468,4 +1468,103 @@ attn.kernel @store_frag_share arch(#attn.arch<sm_120>) config(#attn.config<tile_
   %p = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
   // expected-error @below {{stores a 64 x 64 tile per KV warp (2) into a buffer of 64 x 64}}
   attn.store_frag %p -> %ps : !attn.frag<64x64xf32> -> memref<1x64x64xbf16, 3>
+}
+
+// -----
+
+// split_n on the query grid (the decode family, whose KV warps split K).
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @split_n_query_grid arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c0 = arith.constant 0 : index
+  %ps = attn.smem_alloc {name = "P"} : memref<1x16x64xbf16, 3>
+  %vs = attn.smem_alloc {name = "V"} : memref<1x64x64xbf16, 3>
+  // expected-error @below {{this mma has no KV warps that split columns (kv_warps > 1 on the key grid)}}
+  %acc = attn.mma %ps, %vs[%c0] {split_n} : memref<1x16x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<16x16xf32>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @split_n_a_in_registers arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %c0 = arith.constant 0 : index
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  %a = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xbf16>
+  // expected-error @below {{this mma has A in registers}}
+  %acc = attn.mma %a, %qs[%c0] {split_n} : !attn.frag<64x64xbf16>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+// A fragment in a key-grid kernel with KV warps is the warp's share of its
+// columns: as A in registers its K would be a share (a partial product).
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @key_grid_a_in_registers arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %c0 = arith.constant 0 : index
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %qs = attn.smem_alloc {name = "Q"} : memref<1x64x64xbf16, 3>
+  %s = attn.mma %ks, %qs[%c0] {transpose_b} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+  %a = attn.convert %s : !attn.frag<64x32xf32> -> !attn.frag<64x32xbf16>
+  // expected-error @below {{takes A in registers in a key-grid kernel with 2 KV warps, where a fragment holds the warp's share of its columns (a partial product); stage A in shared memory (attn.store_frag) and read it from there}}
+  %acc = attn.mma %a, %ks[%c0] {transpose_b} : !attn.frag<64x32xbf16>, memref<1x64x64xbf16, 3> -> !attn.frag<64x32xf32>
+}
+
+// -----
+
+// The online softmax reduces whole rows; a key-grid kernel's KV warps hold
+// column shares.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @key_grid_online_softmax arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys", tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
+  %c = arith.constant 1.0 : f32
+  %max = attn.splat {value = 0xFF800000 : f32} : !attn.frag<64xf32>
+  %sum = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<64x32xf32>
+  // expected-error @below {{needs whole rows of scores, but this key-grid kernel's 2 KV warps each hold a share of the columns}}
+  %p, %nmax, %nsum, %nacc = attn.online_softmax %s, %max, %sum, %acc, %c : !attn.frag<64x32xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, !attn.frag<64x32xf32> -> !attn.frag<64x32xbf16>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @key_grid_epilogue arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 8, q_in_regs = false, kv_warps = 2>) attributes {grid = "keys"} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %os = attn.smem_alloc {name = "O"} : memref<1x64x64xbf16, 3>
+  %mg = attn.smem_alloc {name = "merge"} : memref<2x64x72xf32, 3>
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %r = attn.splat {value = 0.0 : f32} : !attn.frag<64xf32>
+  %acc = attn.splat {value = 1.0 : f32} : !attn.frag<64x64xf32>
+  %c = arith.constant 1.0 : f32
+  // expected-error @below {{needs an O of whole rows (or KV warps' partial sums over keys), but this key-grid kernel's 2 KV warps each hold a share of the columns}}
+  attn.epilogue %acc, %r, %r, %os, %c -> %o[%b, %m, %h], %lse merge %mg
+    : !attn.frag<64x64xf32>, !attn.frag<64xf32>, !attn.frag<64xf32>, memref<1x64x64xbf16, 3> -> !t, !lse, memref<2x64x72xf32, 3>
+}
+
+// -----
+
+// On the query grid (the decode family) KV warps split K: a tile load or
+// store would see partial values, so both stay refused there.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @query_grid_kv_warps_load_tile arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"d", "in", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t, %d: memref<?x?x?xf32>):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{loads a tile in a kernel with KV warps that split K (only a key-grid kernel's KV warps split columns, each loading its share)}}
+  %x = attn.load_tile %d[%c0, %c0, %c0] : memref<?x?x?xf32> -> !attn.frag<16xf32, cols>
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_grid_kv_warps_store_tile arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 16, tile_n = 64, stages = 1, warps = 4, q_in_regs = true, kv_warps = 4, pack_gqa = true>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %c0 = arith.constant 0 : index
+  %acc = attn.splat {value = 0.0 : f32} : !attn.frag<16x64xf32>
+  // expected-error @below {{stores a tile in a kernel with KV warps, whose accumulators are partial}}
+  attn.store_tile %acc -> %o[%c0, %c0, %c0, %c0] : !attn.frag<16x64xf32> -> !t
 }

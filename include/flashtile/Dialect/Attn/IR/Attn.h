@@ -90,14 +90,18 @@ mlir::LogicalResult checkCodePathImplemented(mlir::Operation *op,
 inline constexpr int64_t kMergeRowPadding = 8;
 
 /// Why (tile_m, tile_n, stages, warps, kv_warps, pack_gqa) is not a
-/// well-formed config, or nullopt when it is. The verifier of #attn.config
-/// and the config search share this one rule. KV warps and packed rows come
-/// together (the decode family): the epilogue's merge is where a split
-/// launch writes its partial results, and the lowering is tested only so.
+/// well-formed config of a kernel on the query grid (`queryGrid`) or on
+/// either grid, or nullopt when it is. The verifiers of #attn.config (either
+/// grid: the attribute does not know its kernel's) and of attn.kernel, and
+/// the forward's config search share this one rule. On the query grid KV
+/// warps and packed rows come together (the decode family): the epilogue's
+/// merge is where a split launch writes its partial results, and the
+/// lowering is tested only so; a key-grid kernel's KV warps split columns.
 std::optional<std::string> explainInvalidConfig(int64_t tileM, int64_t tileN,
                                                 int64_t stages, int64_t warps,
                                                 int64_t kvWarps = 1,
-                                                bool packGqa = false);
+                                                bool packGqa = false,
+                                                bool queryGrid = true);
 
 /// The head-dim rule of the sm80 path, asked by the kernel verifier, config
 /// selection and the lowering alike: why `dim` cannot be a head dim, or
