@@ -178,6 +178,17 @@ class CacheTest(unittest.TestCase):
             self.build(score_mod=None, direction="backward")
         self.assertIn("direction must be 'fwd' or 'bwd', got 'backward'",
                       str(e.exception))
+        # KV warps pin the main kernel's columns split: 8 warps there (4
+        # row warps by 2), the row warps alone in the query-tile kernels.
+        split = self.build(score_mod=None, direction="bwd", tile_m=64,
+                           tile_n=64, warps=8, kv_warps=2, stages=2)
+        self.assertEqual([k["block"][0] for k in split.metadata["kernels"]],
+                         [128, 256, 128])
+        self.assertNotEqual(split.key, plain.key)
+        with self.assertRaises(FlashTileError) as e:
+            self.build(score_mod=None, direction="bwd", tile_m=64, tile_n=64,
+                       warps=16, kv_warps=4, head_dim=32)
+        self.assertIn("kv_warps = 4 splits tile_m = 64", str(e.exception))
 
     def test_backward_tensor_grads(self):
         # The gradient of a captured tensor the score_mod reads: an f32
