@@ -39,7 +39,7 @@
 #  15. bwd, bench-bwd: check_bwd.py (the compiler-built backward families
 #      against float64 autograd) and bench_bwd.py (next to FA2, cuDNN, Flex);
 #      bwd-candidates: the KV-warp shapes not chosen yet, next to the
-#      chosen ones and FA2
+#      chosen ones and FA2; profile-bwd: ncu on the main kernels and FA2's
 # Full logs go to OUT_DIR; a short table is printed at the end. Each stage
 # has a time limit. The device runs one command for at most 10 minutes, so
 # FLASHTILE_PROOF_STAGES picks stages by name (default: all), e.g.
@@ -337,6 +337,21 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   > "$out/bench_bwd.txt" 2>&1
 status=$?
 stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"
+fi
+# ncu's view of the backward's main kernel (the chosen d = 128 causal one
+# and the 16-warp candidate) next to FA2's, on the same inputs: where the
+# time goes (speed of light, occupancy, warp stalls, shared-memory bank
+# conflicts). The warm-up launches (one per kernel) are skipped.
+if want profile-bwd; then
+profiled=("$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json)
+timeout 400 ncu -k regex:'bwd_main|dq_dk_dv' \
+  --launch-skip $(( ${#profiled[@]} + 1 )) --launch-count $(( ${#profiled[@]} + 1 )) \
+  --section SpeedOfLight --section Occupancy --section LaunchStats \
+  --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
+  python3 "$root/tools/gpu/profile_bwd.py" "${profiled[@]}" \
+  > "$out/profile_bwd.txt" 2>&1
+status=$?
+stage profile-bwd "$(verdict $status)" "$(grep -c '^  [a-z_].*(' "$out/profile_bwd.txt") kernels profiled (profile_bwd.txt)"
 fi
 # The backward shapes the search does not pick yet (KV warps that split
 # columns), next to the chosen ones and FA2, to decide the candidates.
