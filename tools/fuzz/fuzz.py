@@ -287,6 +287,16 @@ def flag_set(rng):
 
 # --- Tile-level IR --------------------------------------------------------------
 
+# Backward families whose tile programs seed the tile-level cases: the
+# chosen shape, and KV warps that split columns (8 and 16 warps).
+BACKWARD_SEEDS = [
+    ["--direction=bwd", "--head-dim=64", "--causal"],
+    ["--direction=bwd", "--head-dim=64", "--tile-m=64", "--tile-n=64",
+     "--warps=8", "--kv-warps=2", "--stages=2"],
+    ["--direction=bwd", "--head-dim=128", "--tile-m=64", "--tile-n=64",
+     "--warps=16", "--kv-warps=4", "--stages=1", "--deterministic"],
+]
+
 def mutate_tile(rng, text):
     lines = text.splitlines()
     body = [i for i, l in enumerate(lines) if l.strip().startswith(("%", "attn."))]
@@ -635,11 +645,17 @@ class Fuzzer:
         if len(self.tile_seeds) < 12 or self.rng.random() < 0.05:
             with tempfile.TemporaryDirectory() as work:
                 for _ in range(5):
-                    text = kernel_level(random.Random(self.rng.random()))
-                    with open(os.path.join(work, "k.mlir"), "w") as f:
-                        f.write(text)
-                    rc, out, err = self.run_tool(
-                        [self.compile, "k.mlir", "--emit=mlir", "-o", "-"], work)
+                    # A backward family now and then (key-grid kernels, KV
+                    # warps that split columns, split_n), else a forward.
+                    if self.rng.random() < 0.3:
+                        argv = [self.compile] + self.rng.choice(
+                            BACKWARD_SEEDS) + ["--emit=mlir", "-o", "-"]
+                    else:
+                        text = kernel_level(random.Random(self.rng.random()))
+                        with open(os.path.join(work, "k.mlir"), "w") as f:
+                            f.write(text)
+                        argv = [self.compile, "k.mlir", "--emit=mlir", "-o", "-"]
+                    rc, out, err = self.run_tool(argv, work)
                     if rc == 0 and "attn.kv_loop" in out:
                         self.tile_seeds.append(out)
                         break
