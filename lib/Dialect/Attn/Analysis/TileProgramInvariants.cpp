@@ -46,10 +46,11 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
   int64_t headDimV =
       getPaddedHeadDim(cast<MemRefType>(kernel.getV().getType()).getDimSize(3));
 
-  // A key-grid kernel (the backward's dK / dV) holds key-side tiles of
-  // tile_m rows and streams query tiles of tile_n rows: tiles such as dQ's
-  // partial sum have tile_n rows, and a key-side tile S^T has tile_n
-  // columns beside its per-query 'cols' vectors.
+  // A key-grid kernel (the backward's dK / dV) holds a tile of keys and
+  // streams tiles of queries, one of tile_m and the other of tile_n rows
+  // (BuildBackward: queries tile_m, keys tile_n): its fragments have either
+  // many rows (S^T and dK the keys', dQ the queries'), and a key-side tile
+  // S^T has a query tile's columns beside its per-query 'cols' vectors.
   bool keyGrid = kernel.hasKeyGrid();
   int64_t rowWarps = config.getRowWarps();
   auto rowsAllowed = [&](int64_t rows) {
@@ -69,8 +70,8 @@ LogicalResult attn::verifyTileProgramInvariants(KernelOp kernel) {
   // What the rules allow, for the errors.
   auto rowsText = [&] {
     return "the config's tile_m = " + std::to_string(tileM) +
-           (keyGrid ? " (key tiles) or tile_n = " + std::to_string(tileN) +
-                          " (query tiles)"
+           (keyGrid ? " or tile_n = " + std::to_string(tileN) +
+                          " (the key grid's key and query tiles)"
                     : std::string()) +
            ", split over " + std::to_string(rowWarps) +
            " row warps of 16-row mma tiles";
