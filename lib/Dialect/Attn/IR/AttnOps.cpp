@@ -773,6 +773,15 @@ LogicalResult KernelArgOp::verify() {
 
 /// The checks of a key_range body (attn.key_range, attn.query_range): it
 /// takes (batch, head, q_idx) and yields the interval (lo, hi).
+/// The tile sizes a block-level range op (key_range, query_range,
+/// block_ranges) takes: positive.
+static LogicalResult verifyTileSizes(Operation *op, int64_t tileM,
+                                     int64_t tileN) {
+  if (tileM <= 0 || tileN <= 0)
+    return op->emitOpError() << "tile sizes must be positive";
+  return success();
+}
+
 static LogicalResult verifyKeyInterval(Operation *op, Region &body,
                                        int64_t tileM, int64_t tileN) {
   Builder b(op->getContext());
@@ -786,8 +795,8 @@ static LogicalResult verifyKeyInterval(Operation *op, Region &body,
       !yield.getValues()[0].getType().isIndex() ||
       !yield.getValues()[1].getType().isIndex())
     return op->emitOpError() << "region must yield (lo, hi) as two indices";
-  if (tileM <= 0 || tileN <= 0)
-    return op->emitOpError() << "tile sizes must be positive";
+  if (failed(verifyTileSizes(op, tileM, tileN)))
+    return failure();
   return verifyHookBody(op, body, op->getName().stripDialect());
 }
 
@@ -814,16 +823,14 @@ LogicalResult QueryRangeOp::verify() {
                               "tensors, got "
                            << type;
   }
-  if (getTileM() <= 0 || getTileN() <= 0)
-    return emitOpError() << "tile sizes must be positive";
-  return success();
+  return verifyTileSizes(*this, getTileM(), getTileN());
 }
 
 LogicalResult BlockRangesOp::verify() {
   Builder b(getContext());
   Type index = b.getIndexType();
-  if (getTileM() <= 0 || getTileN() <= 0)
-    return emitOpError() << "tile sizes must be positive";
+  if (failed(verifyTileSizes(*this, getTileM(), getTileN())))
+    return failure();
   if (failed(verifyHook(*this, getMaskMod(), "mask_mod",
                         {index, index, index, index}, b.getI1Type())))
     return failure();
