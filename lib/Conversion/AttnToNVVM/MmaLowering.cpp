@@ -397,14 +397,12 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
     auto bRows = [&] {
       return e.mul(thread.kvWarp, transposeB ? n : k);
     };
-    SwizzledTileAccess bAccess =
-        splitN ? accessBlocks(e, thread.lane, bBase,
-                              getBBlocks(mma, transposeB), {},
-                              e.mul(thread.kvWarp, n * mma.aBits / kChunkBits),
-                              getB16Columns(bType))
-               : accessBlocks(e, thread.lane, bBase,
-                              getBBlocks(mma, transposeB), bRows, Value(),
-                              getB16Columns(bType));
+    Value bChunk =
+        splitN ? e.mul(thread.kvWarp, n * mma.aBits / kChunkBits) : Value();
+    SwizzledTileAccess bAccess = accessBlocks(
+        e, thread.lane, bBase, getBBlocks(mma, transposeB),
+        splitN ? llvm::function_ref<Value()>() : bRows, bChunk,
+        getB16Columns(bType));
     std::optional<SwizzledTileAccess> aAccess;
     if (!aInRegs) {
       auto aType = cast<MemRefType>(op.getA().getType());

@@ -771,8 +771,6 @@ LogicalResult KernelArgOp::verify() {
   return success();
 }
 
-/// The checks of a key_range body (attn.key_range, attn.query_range): it
-/// takes (batch, head, q_idx) and yields the interval (lo, hi).
 /// The tile sizes a block-level range op (key_range, query_range,
 /// block_ranges) takes: positive.
 static LogicalResult verifyTileSizes(Operation *op, int64_t tileM,
@@ -782,6 +780,8 @@ static LogicalResult verifyTileSizes(Operation *op, int64_t tileM,
   return success();
 }
 
+/// The checks of a key_range body (attn.key_range, attn.query_range): it
+/// takes (batch, head, q_idx) and yields the interval (lo, hi).
 static LogicalResult verifyKeyInterval(Operation *op, Region &body,
                                        int64_t tileM, int64_t tileN) {
   Builder b(op->getContext());
