@@ -4,7 +4,8 @@ the forward's O and LSE, never P.
 
 Two clients share it: flashtile.attention (an autograd.Function, eager) and
 the custom op of flashtile.torch_ops (a registered autograd formula, which
-torch.compile traces without a graph break). Both save q, k, v, O and the
+torch.compile traces without a graph break). Both derive the gradients of
+the captured tensors that require grad. Both save q, k, v, O and the
 LSE, launch the backward plan (preprocess D = rowsum(dO * O), the key-grid
 main kernel, dQ's convert or the deterministic dQ kernel) on the current
 stream, and give the inputs' gradients in their layout. The LSE output is
@@ -17,6 +18,7 @@ Imports torch; `import flashtile` does not.
 import torch
 
 from . import FlashTileError
+from . import _captures
 
 # (forward kernel key, deterministic, tensor_grads) -> (loaded backward
 # kernel, None) or (None, why there is none)
@@ -91,15 +93,10 @@ def tensors_wanting_grad(kwargs):
                  if getattr(value, "requires_grad", False))
 
 
-def check_captures(kwargs):
-    """A tensor a hook reads that wants a gradient would silently get none
-    where the caller cannot derive it (the custom op): refused."""
-    wanting = tensors_wanting_grad(kwargs)
-    if wanting:
-        raise FlashTileError(
-            f"the hooks read tensor '{wanting[0]}', which requires grad; the "
-            f"torch op does not derive the gradients of captured tensors: use "
-            f"flashtile.attention, or detach it")
+def is_float_capture(value):
+    """Whether a captured tensor (or TensorSpec) is floating point: what
+    can require grad."""
+    return _captures.tensor_dtype(value).startswith(("float", "bfloat"))
 
 
 class Attention(torch.autograd.Function):

@@ -370,17 +370,19 @@ class AutogradTest(StandInTest):
         self.assertIsNone(out.grad_fn)
         self.assertEqual([s.direction for s in self.record.specs], ["fwd"])
 
-    def test_the_torch_op_refuses_captured_gradients(self):
-        # The custom op cannot take gradients for captured tensors: what it
-        # is given that requires grad is refused with its name (the check
-        # TorchOp runs; torch_ops itself needs torch >= 2.4).
-        autograd.check_captures({"table": torch.zeros(3)})
-        with self.assertRaises(FlashTileError) as e:
-            autograd.check_captures(
-                {"table": torch.zeros(3, requires_grad=True)})
-        self.assertIn("'table', which requires grad", str(e.exception))
-        self.assertIn("use flashtile.attention, or detach it",
-                      str(e.exception))
+    def test_which_captures_the_torch_op_differentiates(self):
+        # The custom op's second backward plan derives every captured
+        # float tensor (TorchOp; torch_ops itself needs torch >= 2.4): the
+        # captures that can require grad, and those a call wants.
+        self.assertTrue(autograd.is_float_capture(torch.zeros(3)))
+        self.assertTrue(autograd.is_float_capture(
+            torch.zeros(3, dtype=torch.bfloat16)))
+        self.assertFalse(autograd.is_float_capture(
+            torch.zeros(3, dtype=torch.int32)))
+        self.assertEqual(autograd.tensors_wanting_grad(
+            {"table": torch.zeros(3, requires_grad=True),
+             "doc": torch.zeros(3, dtype=torch.int32),
+             "slopes": torch.zeros(2)}), ("table",))
 
     def test_lse_is_not_differentiable(self):
         q, k, v = (self.rand(1, 2, 8, 16), self.rand(1, 2, 8, 16),

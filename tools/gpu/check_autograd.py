@@ -455,9 +455,46 @@ def run_compile():
     except Exception as e:  # noqa: BLE001
         print("CUDA graph failed:", type(e).__name__, str(e)[:600])
         results.append(("CUDA graph of forward + backward", False))
+    results.append(op_tensor_grads(q, k, v, do))
     for label, passed in results:
         print(f"{'PASS' if passed else 'FAIL'}  {label}")
     return all(p for _, p in results)
+
+
+def op_tensor_grads(q, k, v, do):
+    """The torch op derives a captured tensor's gradient (ALiBi slopes that
+    require grad), eager and under torch.compile(fullgraph=True): the
+    gradients of flashtile.attention, within the atomics' summation order
+    (a tensor's gradient is added with atomics, so neither call is the
+    deterministic family)."""
+    Hq = q.shape[1]
+    slopes = torch.rand(Hq, device=DEV) * -0.5
+    compiled = flashtile.compile(q.shape[-1], "bf16", causal=True,
+                                 score_mod=H.alibi, arch=ARCH, isa="sm_90")
+    op = flashtile.torch_op(compiled, deterministic=False)
+
+    def grads(fn):
+        H.SLOPES = slopes.clone().requires_grad_()
+        qs, ks, vs = (x.clone().requires_grad_() for x in (q, k, v))
+        out = fn(qs, ks, vs)
+        return torch.autograd.grad(out, (qs, ks, vs, H.SLOPES), do)
+    direct = grads(lambda q, k, v: flashtile.attention(
+        q, k, v, causal=True, score_mod=H.alibi, arch=ARCH,
+        deterministic=False))
+    try:
+        eager = grads(lambda q, k, v: op(q, k, v, H.SLOPES))
+        torch._dynamo.reset()
+        traced = grads(torch.compile(lambda q, k, v: op(q, k, v, H.SLOPES),
+                                     fullgraph=True))
+    except Exception as e:  # noqa: BLE001
+        print("torch op with the slopes' gradient failed:", type(e).__name__,
+              str(e)[:600])
+        return ("torch op derives dSLOPES", False)
+    errs = [max(rel_err(a, b) for a, b in zip(got, direct))
+            for got in (eager, traced)]
+    return (f"torch op derives dSLOPES with dq/dk/dv, eager and "
+            f"torch.compile(fullgraph=True): vs flashtile.attention "
+            f"{errs[0]:.1e} / {errs[1]:.1e}", max(errs) <= 1e-5)
 
 
 def run_errors():
@@ -483,13 +520,15 @@ def run_errors():
            lambda: flashtile.attention(q, k, v, score_mod=H.alibi,
                                        arch=ARCH).sum().backward(),
            ["no backward", "not in the cache"])
-    # The custom op does not derive captured tensors' gradients: refused.
+    # An op made without a backward cannot derive a captured tensor's
+    # gradient: refused at the call, not a silent None.
     H.SLOPES = torch.rand(2, device=DEV).requires_grad_()
     op = flashtile.torch_op(flashtile.compile(64, "bf16", score_mod=H.alibi,
                                               arch=ARCH, isa="sm_90"),
                             backward=False)
-    raises("a captured tensor that requires grad, through the torch op",
-           lambda: op(q, k, v, H.SLOPES), ["requires grad", "detach"])
+    raises("a captured tensor that requires grad, through an op made with "
+           "backward=False", lambda: op(q, k, v, H.SLOPES),
+           ["requires grad", "backward=False", "Detach"])
     with torch.no_grad():
         out = flashtile.attention(q, k, v, causal=True, arch=ARCH)
     results.append(("under no_grad the output has no grad_fn",
