@@ -215,12 +215,13 @@ static plan::LaunchPlan buildLaunchPlan(KernelOp kernel, const ArchInfo &isa,
   // A run-time block mask: its kernel runs first and fills the workspace
   // the attention kernel reads.
   if (BlockRangesOp ranges = getBlockRanges(kernel)) {
-    addKernel(p.name + kBlockTilesKernelSuffix, kBlockTilesThreads, 0,
-              getBlockTilesGrid(ranges), {kBlockTilesWorkspace});
-    addKernel(p.name + kBlockRangesKernelSuffix, kBlockRangesThreads, 0,
-              getBlockRangesGrid(ranges), {kBlockRangesWorkspace});
-    p.workspaces.push_back({kBlockRangesWorkspace, getBlockRangesBytes(ranges)});
-    p.workspaces.push_back({kBlockTilesWorkspace, getBlockTilesBytes(ranges)});
+    BlockMaskNames names = getBlockMaskNames(ranges);
+    addKernel(p.name + names.tilesSuffix, kBlockTilesThreads, 0,
+              getBlockTilesGrid(ranges), {names.tilesWorkspace});
+    addKernel(p.name + names.rangesSuffix, kBlockRangesThreads, 0,
+              getBlockRangesGrid(ranges), {names.rangesWorkspace});
+    p.workspaces.push_back({names.rangesWorkspace, getBlockRangesBytes(ranges)});
+    p.workspaces.push_back({names.tilesWorkspace, getBlockTilesBytes(ranges)});
     p.checks.push_back(getBlockTilesCheck(ranges));
   }
   // A diagonal table: its kernel runs first and fills the workspace the

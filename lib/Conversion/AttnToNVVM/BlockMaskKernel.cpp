@@ -1,11 +1,13 @@
 //===- BlockMaskKernel.cpp - The run-time block mask's kernels ------------===//
 //
 // The `<name>_kv_tiles` and `<name>_kv_ranges` kernels of a kernel with
-// attn.block_ranges (KernelABI.h): same parameters, written directly as
-// llvm.funcs. The mask is evaluated once per score position of every
-// (query tile, KV tile) pair the window allows, which is as much work as a
-// score_mod; one block per pair spreads it over the whole GPU. A second,
-// small kernel then scans each query tile's bytes.
+// attn.block_ranges, or with key_grid `<name>_q_tiles` and `<name>_q_ranges`
+// (KernelABI.h): same parameters, written directly as llvm.funcs. The mask
+// is evaluated once per score position of every (query tile, KV tile) pair
+// the window allows, which is as much work as a score_mod; one block per
+// pair spreads it over the whole GPU. A second, small kernel then scans
+// each query tile's bytes (with key_grid, each KV tile's, over the group's
+// query heads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +40,7 @@ KVTiling getTiling(KernelOp kernel, BlockRangesOp ranges) {
 void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Location loc = ranges.getLoc();
   OpBuilder b(kernel);
-  auto func = createKernelFunc(b, kernel, kBlockTilesKernelSuffix,
+  auto func = createKernelFunc(b, kernel, getBlockMaskNames(ranges).tilesSuffix,
                                kBlockTilesThreads, loc);
   Emitter e(b, loc);
   Type i1 = b.getI1Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
@@ -237,11 +239,160 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   LLVM::ReturnOp::create(b, loc, ValueRange());
 }
 
+/// The key-grid range kernel: one thread per KV tile n of (batch, KV head
+/// or 0) steps through the query tiles [lo, hi) the window lets the tile
+/// see (computeQueryTilesOfKeys) and, for each, the bytes of every query
+/// head of the KV head's group (the one row 0 when the mask is not per
+/// head), as one flat walk t = m * group + g. A tile is kept if any head
+/// keeps a key of it and whole if every head keeps it whole; a byte the
+/// tiles kernel did not write (n outside query tile m's window range, so
+/// no key of the tile is visible) is not read and counts as neither. It then tracks the
+/// first and last kept tiles and the longest whole run, and writes (begin,
+/// whole begin, whole end, end), as the query-grid kernel does.
+void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
+  Location loc = ranges.getLoc();
+  OpBuilder b(kernel);
+  auto func = createKernelFunc(b, kernel, kKeyGridRangesKernelSuffix,
+                               kBlockRangesThreads, loc);
+  Emitter e(b, loc);
+  Type i1 = b.getI1Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value nBlock = e.add(
+      e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kBlockRangesThreads), tid);
+  Value kvHead = ranges.getPerHead()
+                     ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
+                     : e.i32(0);
+  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
+  Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
+  int64_t tileN = ranges.getTileN();
+  Value nTiles = emitPlanExpr(
+      e, func, formula::keyTiles(tileN, plan::Expr::named(abi::kKeySide.rows)));
+  // The query heads of the group: heads_q / heads_kv, from kvHead * group.
+  Value group = e.i32(1), head0 = e.i32(0);
+  if (ranges.getPerHead()) {
+    group = LLVM::UDivOp::create(b, loc,
+                                 getKernelParam(func, abi::kQuerySide.heads),
+                                 getKernelParam(func, abi::kKeySide.heads));
+    head0 = e.mul(kvHead, group);
+  }
+  Block *entry = b.getInsertionBlock();
+  Block *start = b.createBlock(&func.getBody(), func.getBody().end());
+  // header(t, tileAny, tileAll, firstAny, lastAny, runStart, bestBegin,
+  // bestEnd)
+  SmallVector<Type> stateTypes = {i32, i1, i1, i32, i32, i32, i32, i32};
+  SmallVector<Location> locs(stateTypes.size(), loc);
+  Block *header = b.createBlock(&func.getBody(), func.getBody().end(),
+                                stateTypes, locs);
+  Block *body = b.createBlock(&func.getBody(), func.getBody().end());
+  Block *done = b.createBlock(&func.getBody(), func.getBody().end());
+  Block *exit = b.createBlock(&func.getBody(), func.getBody().end());
+  b.setInsertionPointToEnd(entry);
+  LLVM::CondBrOp::create(b, loc, e.slt(nBlock, nTiles), start, exit);
+
+  b.setInsertionPointToEnd(start);
+  KVTiling tiling = getTiling(kernel, ranges);
+  KeyGridTiles<Value> window =
+      computeQueryTilesOfKeys(e, nBlock, seqlenQ, seqlenK, tiling);
+  Value none = e.i32(-1);
+  Value no = LLVM::ConstantOp::create(b, loc, i1, 0);
+  Value yes = LLVM::ConstantOp::create(b, loc, i1, 1);
+  LLVM::BrOp::create(b, loc,
+                     ValueRange{e.mul(window.begin, group), no, yes, none,
+                                none, none, e.i32(0), e.i32(0)},
+                     header);
+
+  b.setInsertionPointToEnd(header);
+  Value t = header->getArgument(0);
+  LLVM::CondBrOp::create(b, loc, e.slt(t, e.mul(window.end, group)), body,
+                         done);
+
+  b.setInsertionPointToEnd(body);
+  Value m = LLVM::UDivOp::create(b, loc, t, group);
+  Value g = e.sub(t, e.mul(m, group));
+  // Whether the tiles kernel wrote byte (m, n): n in m's window range.
+  KVTileRange<Value> kvWindow =
+      computeKVTileRange(e, m, seqlenQ, seqlenK, tiling);
+  Value written = LLVM::AndOp::create(b, loc, e.sge(nBlock, kvWindow.begin),
+                                      e.slt(nBlock, kvWindow.end));
+  // Only written bytes are read (initcheck-clean): the others are 0.
+  Block *read = b.createBlock(done);
+  Block *join = b.createBlock(done, {i32}, {loc});
+  b.setInsertionPointToEnd(body);
+  LLVM::CondBrOp::create(b, loc, written, read, ValueRange(), join,
+                         ValueRange{e.i32(0)});
+  b.setInsertionPointToEnd(read);
+  Value address = getBlockTileEntry(e, func, ranges, batch, e.add(head0, g),
+                                    m, nBlock);
+  LLVM::BrOp::create(
+      b, loc,
+      ValueRange{LLVM::ZExtOp::create(
+          b, loc, i32,
+          LLVM::LoadOp::create(b, loc, i8, address, /*alignment=*/1))},
+      join);
+  b.setInsertionPointToEnd(join);
+  Value byte = join->getArgument(0);
+  auto bit = [&](int64_t mask) -> Value {
+    return e.cmp(LLVM::ICmpPredicate::ne,
+                 LLVM::AndOp::create(b, loc, byte, e.i32(mask)), e.i32(0));
+  };
+  Value anyTile =
+      LLVM::OrOp::create(b, loc, header->getArgument(1), bit(kBlockTileAnyKept));
+  Value allTile = LLVM::AndOp::create(b, loc, header->getArgument(2),
+                                      bit(kBlockTileAllKept));
+  // The group's last head: the tile's verdict joins the ranges.
+  Value last = e.cmp(LLVM::ICmpPredicate::eq, g, e.sub(group, e.i32(1)));
+  Value firstAny = header->getArgument(3), lastAny = header->getArgument(4);
+  Value runStart = header->getArgument(5);
+  Value bestBegin = header->getArgument(6), bestEnd = header->getArgument(7);
+  Value kept = LLVM::AndOp::create(b, loc, anyTile, last);
+  Value whole = LLVM::AndOp::create(b, loc, allTile, last);
+  Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, firstAny, none);
+  Value nextFirst =
+      e.select(LLVM::AndOp::create(b, loc, kept, noneYet), m, firstAny);
+  Value nextLast = e.select(kept, m, lastAny);
+  Value noRun = e.cmp(LLVM::ICmpPredicate::eq, runStart, none);
+  Value runFrom = e.select(noRun, m, runStart);
+  Value nextRun = e.select(last, e.select(whole, runFrom, none), runStart);
+  Value longer = LLVM::AndOp::create(
+      b, loc, whole,
+      e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(m, 1), runFrom),
+            e.sub(bestEnd, bestBegin)));
+  Value nextBegin = e.select(longer, runFrom, bestBegin);
+  Value nextEnd = e.select(longer, e.add(m, 1), bestEnd);
+  // A new tile starts from no head's verdict.
+  Value nextAny = e.select(last, no, anyTile);
+  Value nextAll = e.select(last, yes, allTile);
+  LLVM::BrOp::create(b, loc,
+                     ValueRange{e.add(t, 1), nextAny, nextAll, nextFirst,
+                                nextLast, nextRun, nextBegin, nextEnd},
+                     header);
+
+  b.setInsertionPointToEnd(done);
+  Value found = e.cmp(LLVM::ICmpPredicate::ne, header->getArgument(3), none);
+  Value begin = e.select(found, header->getArgument(3), window.begin);
+  Value end = e.select(found, e.add(header->getArgument(4), 1), window.begin);
+  Value wholeBegin = e.smax(begin, e.smin(header->getArgument(6), end));
+  Value wholeEnd = e.smax(wholeBegin, e.smin(header->getArgument(7), end));
+  Value rangeEntry =
+      getBlockRangesEntry(e, func, ranges, batch, kvHead, nBlock);
+  Value out[] = {begin, wholeBegin, wholeEnd, end};
+  for (int64_t f = 0; f < kBlockRangesFields; ++f)
+    LLVM::StoreOp::create(b, loc, out[f], e.gep(rangeEntry, e.i32(4 * f)),
+                          /*alignment=*/4);
+  LLVM::BrOp::create(b, loc, ValueRange(), exit);
+  b.setInsertionPointToEnd(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
 } // namespace
 
 LogicalResult lowering::buildBlockMaskKernels(KernelOp kernel) {
   BlockRangesOp ranges = getBlockRanges(kernel);
   buildTilesKernel(kernel, ranges);
-  buildRangesKernel(kernel, ranges);
+  if (ranges.getKeyGrid())
+    buildKeyGridRangesKernel(kernel, ranges);
+  else
+    buildRangesKernel(kernel, ranges);
   return success();
 }

@@ -247,10 +247,12 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
         {kKVSplitsSize, ParamType::I32, value(Expr::named(kKVSplitsSize))});
     params.push_back({kSplitRowsParam, ParamType::I32, value(getSplitRowCount())});
   }
-  if (getBlockRanges(kernel))
-    for (const char *workspace : {kBlockRangesWorkspace, kBlockTilesWorkspace})
+  if (BlockRangesOp ranges = getBlockRanges(kernel)) {
+    BlockMaskNames names = getBlockMaskNames(ranges);
+    for (const char *workspace : {names.rangesWorkspace, names.tilesWorkspace})
       params.push_back(
           param(workspace, ParamType::Ptr, K::Workspace, workspace));
+  }
   if (getDiagonalTable(kernel))
     params.push_back(param(kDiagonalTableWorkspace, ParamType::Ptr,
                            K::Workspace, kDiagonalTableWorkspace));
@@ -318,6 +320,10 @@ Expr formula::keyTiles(int64_t tileN, Expr seqlenK) {
 
 Expr formula::heads(bool perHead) {
   return perHead ? named(abi::kQuerySide.heads) : Expr::constant(1);
+}
+
+Expr formula::keyHeads(bool perHead) {
+  return perHead ? named(abi::kKeySide.heads) : Expr::constant(1);
 }
 
 Expr formula::blockTilesRowBytes(int64_t tileN, Expr seqlenK) {
@@ -409,10 +415,31 @@ static Expr keyTiles(BlockRangesOp op) {
                            getSeqlenK(op->getParentOfType<KernelOp>()));
 }
 
-/// The (heads, batch) axes of both block-mask kernels.
+BlockMaskNames flashtile::getBlockMaskNames(BlockRangesOp op) {
+  if (op.getKeyGrid())
+    return {kKeyGridTilesWorkspace, kKeyGridTilesKernelSuffix,
+            kKeyGridRangesWorkspace, kKeyGridRangesKernelSuffix};
+  return {kBlockTilesWorkspace, kBlockTilesKernelSuffix, kBlockRangesWorkspace,
+          kBlockRangesKernelSuffix};
+}
+
+/// The (heads, batch) axes of the tiles kernel (per query head).
 static void setRowAxes(BlockRangesOp op, std::array<Expr, 3> &grid) {
   grid[kGridAxisHead] = formula::heads(op.getPerHead());
   grid[kGridAxisBatch] = Expr::named(abi::kBatchSize);
+}
+
+/// The axes of the ranges kernel and its entries: (query tiles, query heads
+/// or 1, batch), or with key_grid (KV tiles, KV heads or 1, batch).
+static std::array<Expr, 3> getRangesEntries(BlockRangesOp op) {
+  std::array<Expr, 3> entries;
+  setRowAxes(op, entries);
+  entries[kGridAxisMBlock] = queryTiles(op);
+  if (op.getKeyGrid()) {
+    entries[kGridAxisMBlock] = keyTiles(op);
+    entries[kGridAxisHead] = formula::keyHeads(op.getPerHead());
+  }
+  return entries;
 }
 
 static Expr product(const std::array<Expr, 3> &grid) {
@@ -422,17 +449,14 @@ static Expr product(const std::array<Expr, 3> &grid) {
 }
 
 std::array<Expr, 3> flashtile::getBlockRangesGrid(BlockRangesOp op) {
-  std::array<Expr, 3> grid;
-  grid[kGridAxisMBlock] =
-      Expr::ceilDiv(queryTiles(op), Expr::constant(kBlockRangesThreads));
-  setRowAxes(op, grid);
+  std::array<Expr, 3> grid = getRangesEntries(op);
+  grid[kGridAxisMBlock] = Expr::ceilDiv(grid[kGridAxisMBlock],
+                                        Expr::constant(kBlockRangesThreads));
   return grid;
 }
 
 Expr flashtile::getBlockRangesBytes(BlockRangesOp op) {
-  std::array<Expr, 3> entries;
-  entries[kGridAxisMBlock] = queryTiles(op);
-  setRowAxes(op, entries);
+  std::array<Expr, 3> entries = getRangesEntries(op);
   return Expr::apply(Expr::Op::Mul,
                      {product(entries), Expr::constant(kBlockRangesFields * 4)});
 }

@@ -192,11 +192,18 @@ Value lowering::getWorkspaceParam(Operation *op, StringRef name) {
 Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
-  Value heads = emitPlanExpr(e, func, formula::heads(op.getPerHead()));
-  Value mTiles =
-      emitPlanExpr(e, func, formula::queryTiles(op.getTileM(), false));
+  bool keyGrid = op.getKeyGrid();
+  Value heads = emitPlanExpr(e, func,
+                             keyGrid ? formula::keyHeads(op.getPerHead())
+                                     : formula::heads(op.getPerHead()));
+  Value mTiles = emitPlanExpr(
+      e, func,
+      keyGrid ? formula::keyTiles(op.getTileN(),
+                                  plan::Expr::named(abi::kKeySide.rows))
+              : formula::queryTiles(op.getTileM(), false));
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
-  Value workspace = getWorkspaceParam(func, kBlockRangesWorkspace);
+  Value workspace =
+      getWorkspaceParam(func, getBlockMaskNames(op).rangesWorkspace);
   return e.gep(workspace,
                e.mul64(e.sext64(index), e.i64(kBlockRangesFields * 4)));
 }
@@ -215,7 +222,8 @@ Value lowering::getBlockTileEntry(Emitter &e, LLVM::LLVMFuncOp func,
   // 64-bit: the bytes of all rows may pass 2^31.
   Value index = e.add64(e.mul64(e.sext64(row), e.sext64(stride)),
                         e.sext64(nBlock));
-  return e.gep(getWorkspaceParam(func, kBlockTilesWorkspace), index);
+  return e.gep(getWorkspaceParam(func, getBlockMaskNames(op).tilesWorkspace),
+               index);
 }
 
 Value lowering::getDiagonalTableOrigin(Emitter &e, Operation *anchor,

@@ -90,12 +90,14 @@ mlir::Value getWorkspaceParam(mlir::Operation *op, llvm::StringRef name);
 
 /// The address of field 0 of the kv_ranges entry (KernelABI.h) of query
 /// tile `mBlock` of `batch` and `head` (0 unless the block mask is per
-/// head), in `func`; fields are consecutive i32.
+/// head), in `func`; fields are consecutive i32. With key_grid, the
+/// q_ranges entry of KV tile `mBlock` and KV head `head`.
 mlir::Value getBlockRangesEntry(Emitter &e, mlir::LLVM::LLVMFuncOp func,
                                 attn::BlockRangesOp op, mlir::Value batch,
                                 mlir::Value head, mlir::Value mBlock);
 
-/// The address of the kv_tiles byte (KernelABI.h) of query tile `mBlock`
+/// The address of the kv_tiles (or, with key_grid, q_tiles) byte
+/// (KernelABI.h) of query tile `mBlock`
 /// and KV tile `nBlock` of `batch` and `head` (0 unless per head), in `func`;
 /// nBlock 0 is kBlockTilesRowAlign-aligned.
 mlir::Value getBlockTileEntry(Emitter &e, mlir::LLVM::LLVMFuncOp func,

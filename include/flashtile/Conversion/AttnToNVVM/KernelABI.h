@@ -50,6 +50,13 @@
 //      one thread per query tile: grid (ceil(query tiles /
 //      kBlockRangesThreads), heads_q or 1, batch). `kv_ranges` holds 4 i32
 //      per (batch, head or 0, query tile).
+// A key-grid kernel's block mask (attn.block_ranges with key_grid: the
+// backward's main kernel) has the same two parameters and kernels under
+// other names, `q_ranges` and `q_tiles`: `<name>_q_tiles` is the tiles
+// kernel above, and `<name>_q_ranges` scans, one thread per KV tile, the
+// bytes of its column over the query tiles of every query head of the KV
+// head's group: grid (ceil(KV tiles / kBlockRangesThreads), heads_kv or 1,
+// batch). `q_ranges` holds 4 i32 per (batch, KV head or 0, KV tile).
 //
 // A kernel whose score_mod has a diagonal term (Attn/Analysis/DiagonalTerm.h)
 // takes the pointer of the `diagonal_table` workspace next (after
@@ -162,6 +169,8 @@ plan::Expr queryTiles(int64_t tileM, bool packed);
 plan::Expr keyTiles(int64_t tileN, plan::Expr seqlenK);
 /// Query heads, or 1: the head axis of a per-head (or shared) workspace.
 plan::Expr heads(bool perHead);
+/// KV heads, or 1: the same, of a workspace per KV head.
+plan::Expr keyHeads(bool perHead);
 /// Bytes of one query tile's row of kv_tiles: whole kBlockTilesRowAlign
 /// groups of key tiles.
 plan::Expr blockTilesRowBytes(int64_t tileN, plan::Expr seqlenK);
@@ -212,8 +221,19 @@ inline constexpr const char *kBlockTilesWorkspace = "kv_tiles";
 inline constexpr const char *kBlockTilesKernelSuffix = "_kv_tiles";
 inline constexpr int64_t kBlockTilesThreads = 256;
 inline constexpr int64_t kBlockTilesRowAlign = 16;
-/// i32 entries per (batch, head, query tile): begin, unmasked begin,
-/// unmasked end, end.
+/// A key-grid block mask's (attn.block_ranges key_grid).
+inline constexpr const char *kKeyGridRangesWorkspace = "q_ranges";
+inline constexpr const char *kKeyGridRangesKernelSuffix = "_q_ranges";
+inline constexpr const char *kKeyGridTilesWorkspace = "q_tiles";
+inline constexpr const char *kKeyGridTilesKernelSuffix = "_q_tiles";
+/// The names of `op`'s workspaces and kernels: the query grid's or the key
+/// grid's above.
+struct BlockMaskNames {
+  const char *tilesWorkspace, *tilesSuffix, *rangesWorkspace, *rangesSuffix;
+};
+BlockMaskNames getBlockMaskNames(attn::BlockRangesOp op);
+/// i32 entries per (batch, head, query tile), or with key_grid per (batch,
+/// KV head, KV tile): begin, unmasked begin, unmasked end, end.
 inline constexpr int64_t kBlockRangesFields = 4;
 /// The bits of a kv_tiles byte.
 inline constexpr int64_t kBlockTileAnyKept = 1, kBlockTileAllKept = 2;

@@ -831,6 +831,16 @@ LogicalResult BlockRangesOp::verify() {
   Type index = b.getIndexType();
   if (failed(verifyTileSizes(*this, getTileM(), getTileN())))
     return failure();
+  // The entry a block reads is of the tile it owns: a query tile's KV
+  // tiles, or (key_grid) a KV tile's query tiles.
+  if (auto kernel = (*this)->getParentOfType<KernelOp>();
+      kernel && kernel.hasKeyGrid() != getKeyGrid())
+    return emitOpError()
+           << (getKeyGrid()
+                   ? "has key_grid (the query tiles of a KV tile), in a "
+                     "kernel whose blocks own query tiles; drop key_grid"
+                   : "ranges the KV tiles of a query tile, in a kernel whose "
+                     "blocks own KV tiles (grid = \"keys\"); add key_grid");
   if (failed(verifyHook(*this, getMaskMod(), "mask_mod",
                         {index, index, index, index}, b.getI1Type())))
     return failure();

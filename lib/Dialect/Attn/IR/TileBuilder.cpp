@@ -280,13 +280,14 @@ KeyRangeOp TileBuilder::keyRange(const Block &block, const TileRange &within,
 BlockRangesOp TileBuilder::blockRanges(const Block &block,
                                        const TileRange &within, int64_t tileM,
                                        int64_t tileN, bool perHead,
-                                       const char *file, unsigned line) {
+                                       bool keyGrid, const char *file,
+                                       unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
   return BlockRangesOp::create(
       b, here, idx, idx, idx, idx, block.mBlock, block.batch, block.head,
       block.seqlenQ, within.begin, within.unmaskedBegin, within.unmaskedEnd,
-      within.end, tileM, tileN, perHead);
+      within.end, tileM, tileN, perHead, keyGrid);
 }
 
 QueryRangeOp TileBuilder::queryRange(const Block &block, Value head,

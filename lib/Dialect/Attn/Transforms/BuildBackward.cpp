@@ -20,12 +20,17 @@
 // differentiateScoreMod (HookGradient.h) and emitted per element in the
 // map that forms dS. Where P = 0 the gradient is 0 whatever f' is there.
 //
-// A mask_mod is evaluated at every entry of every step. Where
+// A mask_mod is evaluated at every entry of the steps that need it. Where
 // MaskAnalysis finds a key interval per row, the main kernel steps only
 // through the query tiles whose rows' intervals meet its KV tile
 // (attn.query_range: bisected when the interval is monotone, else read
 // from the KV-tile ranges the preprocess kernel wrote per query tile), and
-// the dQ kernel refines its KV tiles by attn.key_range as the forward does.
+// the dQ kernel refines its KV tiles by attn.key_range as the forward does;
+// an exact interval's steps all run the mask. Where there is no exact
+// interval (document ids), a run-time block mask refines them further,
+// the forward's in the dQ kernel and its key-grid form in the main kernel
+// (per KV tile, the query tiles any head of the group keeps a key of, and
+// the run every head keeps whole, which needs no mask).
 //
 // The walk over (head, query tile) pairs is one sequence of steps whose
 // index names the step (copy_async's `slot`): the pipeline and the race
@@ -253,6 +258,23 @@ struct BackwardBuilder {
     return emitHook(b, *maskMod, {batch, head, query, key}, &outside);
   }
 
+  /// A run-time block mask (attn.block_ranges) of the mask_mod over
+  /// `within`, with the hook cloned into it (the kernel's arguments read
+  /// through attn.kernel_arg: the op is isolated from above); `block`'s
+  /// head is the KV head with keyGrid.
+  BlockRangesOp buildBlockMask(TileBuilder &t, KernelOp kernel,
+                               const TileBuilder::Block &block,
+                               const TileBuilder::TileRange &within,
+                               int64_t tileM, int64_t tileN, bool keyGrid) {
+    bool perHead = !maskMod->front().getArgument(1).use_empty();
+    BlockRangesOp ranges =
+        t.blockRanges(block, within, tileM, tileN, perHead, keyGrid);
+    IRMapping mapping = outside;
+    maskMod->cloneInto(&ranges.getMaskMod(), mapping);
+    readKernelArgsThroughKernelArgOps(ranges.getMaskMod(), kernel);
+    return ranges;
+  }
+
   /// The exponent factor of P (probability's `c`): scale log2(e), or
   /// log2(e) alone with a score_mod, whose result the forward's softmax
   /// took unscaled.
@@ -336,6 +358,12 @@ struct BackwardBuilder {
   /// attn.query_range scans (a bisection needs monotone intervals, and a
   /// scan of every row per KV tile would cost a pass over the rows each).
   bool queryTables = false;
+  /// Whether the mask_mod has no exact key interval (document ids): the
+  /// main kernel then refines its query tiles by a run-time block mask
+  /// (attn.block_ranges key_grid), and the deterministic dQ kernel its KV
+  /// tiles by the forward's; the tiles a block mask finds kept whole run
+  /// without the mask.
+  bool blockMask = false;
 
   /// One of the family's tensors: its name, role, side and type.
   struct Tensor {
@@ -632,6 +660,16 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
       leftEdge = true;
       unmaskedNeedsMaskMod = !*exact;
     }
+    // What the interval does not bound, the forward's run-time block mask
+    // does.
+    if (blockMask) {
+      BlockRangesOp ranges = buildBlockMask(t, kernel, blk, range, tileM,
+                                            tileN, /*keyGrid=*/false);
+      range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
+               ranges.getUnmaskedEnd(), ranges.getEnd()};
+      leftEdge = true;
+      unmaskedNeedsMaskMod = false;
+    }
   }
   Value scaleValue = t.softmaxScale(scale);
   Value scaleLog2 = exponentFactor(b, t, scaleValue);
@@ -758,13 +796,26 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                        hi, tileM, tileN, tables);
   }
   // Of those, the tiles [ulo, uhi) need no mask (KVBounds.h).
-  Value count = sub(hi, lo);
   UnmaskedTiles<Value> whole = computeUnmaskedQueryTiles(
       ia, kv0, shift, lo, hi, blk.seqlenQ, blk.seqlenK, tiling);
   Value ulo = whole.begin, uhi = whole.end;
-  // A mask_mod is evaluated at every entry: every step is masked.
-  if (maskMod)
+  if (maskMod && blockMask) {
+    // The run-time block mask of the group's heads refines them: tiles no
+    // head keeps a key of are never visited, and those every head keeps
+    // whole run without the mask_mod.
+    TileBuilder::Block keys = blk;
+    keys.head = blk.kvHead;
+    BlockRangesOp ranges = buildBlockMask(t, kernel, keys, {lo, ulo, uhi, hi},
+                                          tileM, tileN, /*keyGrid=*/true);
+    lo = ranges.getBegin();
+    ulo = ranges.getUnmaskedBegin();
+    uhi = ranges.getUnmaskedEnd();
+    hi = ranges.getEnd();
+  } else if (maskMod) {
+    // A mask_mod is evaluated at every entry: every step is masked.
     uhi = ulo;
+  }
+  Value count = sub(hi, lo);
   Value unmasked = sub(uhi, ulo);
   Value masked = sub(count, unmasked);
   Value before = sub(ulo, lo);
@@ -917,7 +968,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                             [&](Value j, ValueRange carried) {
                               return step(j, carried, true);
                             });
-  if (!maskMod)
+  if (!maskMod || blockMask)
     grads = t.loop(first, middle, grads, /*masked=*/false,
                    [&](Value j, ValueRange carried) {
                      return step(j, carried, false);
@@ -1019,10 +1070,12 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
 
   BackwardBuilder builder(forward, attention);
   builder.deterministic = options.deterministic;
-  if (!attention.getMaskMod().empty())
-    builder.queryTables =
-        isKeyIntervalMonotone(forward, attention.getMaskMod()) ==
-        std::optional<bool>(false);
+  if (!attention.getMaskMod().empty()) {
+    std::optional<KeyIntervalInfo> interval =
+        analyzeKeyInterval(forward, attention.getMaskMod());
+    builder.queryTables = interval && !interval->monotone;
+    builder.blockMask = !interval || !interval->exact;
+  }
   if (failed(findGradTensors(forward, attention, options.tensorGrads,
                              builder.gradTensors)))
     return failure();

@@ -201,7 +201,8 @@ void TileProgramBuilder::build() {
       Region &mask = attention.getMaskMod();
       bool perHead = !mask.front().getArgument(1).use_empty();
       BlockRangesOp blockRanges =
-          t.blockRanges(blk, range, tileM, tileN, perHead);
+          t.blockRanges(blk, range, tileM, tileN, perHead,
+                        /*keyGrid=*/false);
       cloneHook(kernel, mask, blockRanges.getMaskMod());
       range = {blockRanges.getBegin(), blockRanges.getUnmaskedBegin(),
                blockRanges.getUnmaskedEnd(), blockRanges.getEnd()};

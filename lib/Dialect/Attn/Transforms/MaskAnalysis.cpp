@@ -375,17 +375,18 @@ FailureOr<bool> attn::refineByKeyRange(TileBuilder &t, KernelOp kernel,
   return *exact;
 }
 
-std::optional<bool> attn::isKeyIntervalMonotone(KernelOp kernel,
-                                                 Region &maskMod) {
+std::optional<KeyIntervalInfo> attn::analyzeKeyInterval(KernelOp kernel,
+                                                        Region &maskMod) {
   // A scratch region, dropped with what is built into it. It needs a
   // parent op: a builder at one of its blocks takes the context from it.
   OwningOpRef<ModuleOp> holder = ModuleOp::create(maskMod.getLoc());
   Region &scratch = holder->getBodyRegion();
   scratch.getBlocks().clear();
   bool monotone = true;
-  if (failed(buildKeyRange(kernel, maskMod, scratch, monotone)))
+  FailureOr<bool> exact = buildKeyRange(kernel, maskMod, scratch, monotone);
+  if (failed(exact))
     return std::nullopt;
-  return monotone;
+  return KeyIntervalInfo{*exact, monotone};
 }
 
 void attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,

@@ -1568,3 +1568,35 @@ attn.kernel @query_grid_kv_warps_store_tile arch(#attn.arch<sm_120>) config(#att
   // expected-error @below {{stores a tile in a kernel with KV warps, whose accumulators are partial}}
   attn.store_tile %acc -> %o[%c0, %c0, %c0, %c0] : !attn.frag<16x64xf32> -> !t
 }
+
+// -----
+
+// attn.block_ranges reads the entry of the tile its block owns: key_grid
+// (the query tiles of a KV tile) only in a kernel whose blocks own KV tiles.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @block_ranges_key_grid arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{has key_grid (the query tiles of a KV tile), in a kernel whose blocks own query tiles; drop key_grid}}
+  %r:4 = attn.block_ranges %m, %b, %hkv, %sq within %m, %m, %m, %m attributes {key_grid, tile_m = 64 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index, %ki: index):
+    %true = arith.constant true
+    attn.yield %true : i1
+  }
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @block_ranges_query_grid arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) attributes {grid = "keys"} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  // expected-error @below {{ranges the KV tiles of a query tile, in a kernel whose blocks own KV tiles (grid = "keys"); add key_grid}}
+  %r:4 = attn.block_ranges %m, %b, %h, %sq within %m, %m, %m, %m attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  ^bb0(%bi: index, %hi: index, %qi: index, %ki: index):
+    %true = arith.constant true
+    attn.yield %true : i1
+  }
+}

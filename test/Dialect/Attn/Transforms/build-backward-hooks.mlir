@@ -130,16 +130,23 @@ attn.kernel @sinks arch(#attn.arch<sm_120>) attributes {arg_names = ["sinks"]} {
 
 // -----
 
-// A mask_mod (document ids, an extra tensor): evaluated at every entry of
-// every step, so the main kernel has only masked steps (one KV loop) and P
-// is 0 where the hook drops the key; the dQ kernel sets those scores to
-// -inf in every loop, the unmasked middle included.
+// A mask_mod with no key interval (document ids, an extra tensor): the
+// main kernel refines its query tiles by a run-time block mask of the KV
+// head's group (attn.block_ranges key_grid, the hook cloned in, reading the
+// kernel's argument through attn.kernel_arg), evaluates the hook at every
+// entry of its masked steps (P is 0 where it drops the key), and runs the
+// tiles every head keeps whole in a second loop, without it. The dQ kernel
+// refines its KV tiles by the forward's block mask, and sets dropped scores
+// to -inf in its masked loops only.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !doc = memref<?x?xi32, strided<[?, ?]>>
 // CHECK-LABEL: attn.kernel @document_bwd_main
 // CHECK-SAME:    arg_names = ["doc"]
 // CHECK:       ^bb0({{.*}}, %[[DOC:.*]]: memref<?x?xi32, strided<[?, ?]>>):
+// CHECK:         %[[LO:.*]], %[[ULO:.*]], %[[UHI:.*]], %[[HI:.*]] = attn.block_ranges %m_block, %batch, %kv_head, %seqlen_q within {{.*}} attributes {key_grid, tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:           %[[ARG:.*]] = attn.kernel_arg 0
+// CHECK-COUNT-2:   memref.load %[[ARG]]
 // CHECK:         attn.kv_loop {{.*}} attributes {masked}
 // CHECK:           attn.map
 // CHECK:             memref.load %[[DOC]]
@@ -147,13 +154,20 @@ attn.kernel @sinks arch(#attn.arch<sm_120>) attributes {arg_names = ["sinks"]} {
 // CHECK:             %[[SAME:.*]] = arith.cmpi eq
 // CHECK:             %[[DROPS:.*]] = arith.xori %[[SAME]], %true
 // CHECK:             arith.ori %{{.*}}, %[[DROPS]]
-// CHECK-NOT:     attn.kv_loop
-// CHECK:         attn.store_tile
+// CHECK:         attn.kv_loop
+// CHECK-NOT:       memref.load %[[DOC]]
 // CHECK-LABEL: attn.kernel @document_bwd_convert
+// DET-LABEL: attn.kernel @document_bwd_main
+// DET:         attn.block_ranges {{.*}} attributes {key_grid,
 // DET-LABEL: attn.kernel @document_bwd_dq
+// DET:         attn.block_ranges %m_block, %batch, %head, %seqlen_q within {{.*}} attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+// DET-COUNT-2:   memref.load
+// DET:         attn.kv_loop {{.*}} attributes {masked}
 // DET-COUNT-2:   memref.load
 // DET:           arith.select %{{.*}}, %{{.*}}, %cst
 // DET:         attn.kv_loop
+// DET-NOT:       memref.load
+// DET:         attn.kv_loop {{.*}} attributes {masked}
 // DET:           memref.load
 // DET:       attn.family @document_bwd
 attn.kernel @document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} {

@@ -454,19 +454,33 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
 }
 
 def Attn_BlockRangesOp : Attn_Op<"block_ranges", [IsolatedFromAbove]> {
-  let summary = "The KV tiles a data-dependent mask_mod allows, from a run-time block mask";
+  let summary = "The tiles a data-dependent mask_mod allows, from a run-time block mask";
   let description = [{
     Block sparsity for masks the compiler cannot bound (document ids): the
-    kernel's launch plan runs two kernels first: `<name>_kv_tiles`
-    evaluates the region (the attention's mask_mod) over every tile of
-    `tile_m` rows by `tile_n` keys the window allows, and `<name>_kv_ranges`
-    writes, per (batch, query head if `per_head`, query tile), four i32
-    (KernelABI.h): the first and one past
-    the last tile with a kept key, and the longest run of tiles kept whole
-    by every valid row. This op reads them back (the kernel's `kv_ranges`
-    workspace) and refines the `within` range: tiles outside are never
-    loaded, tiles in the run need no mask at all. FlexAttention's BlockMask,
-    in the range form this kernel's loops take.
+    kernel's launch plan runs two kernels first. The tiles kernel evaluates
+    the region (the attention's mask_mod) over every tile of `tile_m` rows
+    by `tile_n` keys the window allows and writes one byte per (query tile,
+    KV tile) pair; the ranges kernel turns them into four i32 per block
+    (KernelABI.h): the first and one past the last tile with a kept key,
+    and the longest run of tiles kept whole by every valid row. This op
+    reads its block's four back and refines the `within` range: tiles
+    outside are never loaded, tiles in the run need no mask at all.
+    FlexAttention's BlockMask, in the range form this kernel's loops take.
+
+    Two grids:
+      - Query grid (the default): `m_block` is the block's query tile,
+        `head` its query head (read where `per_head`), and the range is of
+        KV tiles: `<name>_kv_tiles` and `<name>_kv_ranges`, one entry per
+        (batch, query head or 0, query tile).
+      - `key_grid` (the backward's main kernel, whose blocks own a KV tile
+        and step over query tiles of each query head of the KV head's
+        group): `m_block` is the block's KV tile, `head` its KV head, and
+        the range is of query tiles, for the whole group: a tile is kept
+        if any head of the group keeps a key of it, whole if every head
+        keeps it whole. `<name>_q_tiles` and `<name>_q_ranges`, one entry
+        per (batch, KV head or 0, KV tile). Workspaces of their own, so
+        that a family's query-grid kernel (the deterministic dQ kernel) may
+        have a block mask too.
 
     ```mlir
     %b, %ub, %ue, %e = attn.block_ranges %m, %batch, %head, %sq
@@ -481,7 +495,8 @@ def Attn_BlockRangesOp : Attn_Op<"block_ranges", [IsolatedFromAbove]> {
                        Index:$seqlen_q,
                        Index:$within_begin, Index:$within_unmasked_begin,
                        Index:$within_unmasked_end, Index:$within_end,
-                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$per_head);
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$per_head,
+                       UnitAttr:$key_grid);
   let results = (outs Index:$begin, Index:$unmasked_begin,
                       Index:$unmasked_end, Index:$end);
   let regions = (region SizedRegion<1>:$mask_mod);

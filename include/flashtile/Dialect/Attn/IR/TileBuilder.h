@@ -170,9 +170,11 @@ public:
   /// attn.key_range and attn.block_ranges over `within`, regions empty.
   KeyRangeOp keyRange(const Block &block, const TileRange &within,
                       int64_t tileM, int64_t tileN, FLASHTILE_CALLER);
+  /// With keyGrid, block.mBlock is the block's KV tile and block.head
+  /// its KV head, and `within` is of query tiles.
   BlockRangesOp blockRanges(const Block &block, const TileRange &within,
                             int64_t tileM, int64_t tileN, bool perHead,
-                            FLASHTILE_CALLER);
+                            bool keyGrid, FLASHTILE_CALLER);
   /// attn.query_range of a key-grid block (whose KV tile is
   /// block.mBlock) over the query tiles [begin, end) and the `group` query
   /// heads from `head`, reading `tables` when given; region empty.

@@ -33,10 +33,14 @@ namespace flashtile::attn {
 mlir::FailureOr<bool> buildKeyRange(KernelOp kernel, mlir::Region &maskMod,
                                     mlir::Region &body, bool &monotone);
 
-/// Whether `maskMod` has a key interval (buildKeyRange) that is provably
-/// monotone in q_idx; nullopt when it has none. Builds nothing.
-std::optional<bool> isKeyIntervalMonotone(KernelOp kernel,
-                                          mlir::Region &maskMod);
+/// What buildKeyRange finds of `maskMod`'s key interval, building
+/// nothing: whether it is exact and provably monotone in q_idx; nullopt
+/// when the mask has none.
+struct KeyIntervalInfo {
+  bool exact = false, monotone = false;
+};
+std::optional<KeyIntervalInfo> analyzeKeyInterval(KernelOp kernel,
+                                                  mlir::Region &maskMod);
 
 /// Refines `range`, the KV tiles query tile block.mBlock visits, by the key
 /// interval of `maskMod` (an attn.key_range built with buildKeyRange at
