@@ -354,7 +354,8 @@ status=$?
 stage profile-bwd "$(verdict $status)" "$(grep -c '^  [a-z_].*(' "$out/profile_bwd.txt") kernels profiled (profile_bwd.txt)"
 fi
 # The backward shapes the search does not pick yet (KV warps that split
-# columns), next to the chosen ones and FA2, to decide the candidates.
+# columns; at d = 256 the 2-warp shape it picked before), next to the
+# chosen ones and FA2, to decide the candidates.
 if want bwd-candidates; then
 timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d64_{full,causal}.plan.json \
@@ -362,7 +363,7 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d64_causal_kv2.plan.json \
   "$kernels"/bwd/bwd_bf16_d128_full{,_kv2,_kv4}.plan.json \
   "$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json \
-  "$kernels"/bwd/bwd_bf16_d256_causal{,_kv2}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d256_causal{,_w2}.plan.json \
   --seqlens 1024 4096 --peers sdpa-flash > "$out/bwd_candidates.txt" 2>&1
 status=$?
 stage bwd-candidates "$(verdict $status)" "$(grep -c flashtile "$out/bwd_candidates.txt") shapes (bwd_candidates.txt)"

@@ -85,6 +85,16 @@ namespace {
 /// K they are.
 struct BackwardShape {
   int64_t tileM, tileN, warps, qSlots, doSlots, kvWarps = 1;
+
+  /// Whether each KV warp's share of a product's columns is whole pairs
+  /// of mma n-tiles: of the queries (S^T, dP^T) and of each head dim (dK,
+  /// dV, dQ).
+  bool splitsWhole(int64_t headDim, int64_t headDimV) const {
+    auto whole = [&](int64_t cols) {
+      return cols % kvWarps == 0 && (cols / kvWarps) % 16 == 0;
+    };
+    return kvWarps == 1 || (whole(headDim) && whole(headDimV) && whole(tileM));
+  }
 };
 
 /// The deterministic family's dQ kernel: query tiles of tile_m rows, KV
@@ -97,11 +107,22 @@ SmallVector<DQShape> getDQShapes() {
 }
 
 /// The candidates, best first (FlashAttention-2's SM80 backward picks its
-/// tiles from the opt-in shared-memory limit the same way).
-SmallVector<BackwardShape> getBackwardShapes(int64_t headDim) {
-  if (headDim <= 128)
-    return {{64, 64, 4, 2, 2}, {64, 64, 4, 1, 2}, {64, 64, 4, 1, 1}};
-  return {{32, 32, 2, 1, 1}};
+/// tiles from the opt-in shared-memory limit the same way), of those whose
+/// KV warps split the head dims whole. Past d = 128 the 64 x 64 tiles do
+/// not fit: 32 x 32, first as 2 row by 2 column warps (each holds half of
+/// dK's and dV's columns: 255 registers and no spill at d = 256, where 2
+/// row warps alone keep their accumulators in local memory).
+SmallVector<BackwardShape> getBackwardShapes(int64_t headDim,
+                                             int64_t headDimV) {
+  SmallVector<BackwardShape> shapes;
+  if (std::max(headDim, headDimV) <= 128)
+    shapes = {{64, 64, 4, 2, 2}, {64, 64, 4, 1, 2}, {64, 64, 4, 1, 1}};
+  else
+    shapes = {{32, 32, 4, 1, 1, 2}, {32, 32, 2, 1, 1}};
+  llvm::erase_if(shapes, [&](const BackwardShape &s) {
+    return !s.splitsWhole(headDim, headDimV);
+  });
+  return shapes;
 }
 
 /// The candidates that agree with `pins`; the pinned shape itself when it
@@ -1088,7 +1109,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
   b.setInsertionPointAfter(forward);
   const ArchInfo &arch = forward.getArch().getInfo();
   SmallVector<BackwardShape> candidates =
-      getBackwardShapes(std::max(builder.headDim, builder.headDimV));
+      getBackwardShapes(builder.headDim, builder.headDimV);
   SmallVector<BackwardShape> shapes = pinShapes(candidates, pins);
   if (shapes.empty()) {
     InFlightDiagnostic diag =
@@ -1118,13 +1139,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
     if (!valid(s.tileM, s.tileN, s.qSlots, s.warps, s.kvWarps) ||
         !valid(s.tileM, s.tileM, 1, s.warps / s.kvWarps, 1))
       return failure();
-    // Each KV warp's share of a product's columns is whole pairs of mma
-    // n-tiles: of the queries (S^T, dP^T) and of each head dim (dK, dV, dQ).
-    auto wholeShare = [&](int64_t cols) {
-      return cols % s.kvWarps == 0 && (cols / s.kvWarps) % 16 == 0;
-    };
-    if (s.kvWarps > 1 && !(wholeShare(builder.headDim) &&
-                           wholeShare(builder.headDimV) && wholeShare(s.tileM)))
+    if (!s.splitsWhole(builder.headDim, builder.headDimV))
       return attention.emitError()
              << "invalid backward config: kv_warps = " << s.kvWarps
              << " splits tile_m = " << s.tileM << " (the queries of a step) "
