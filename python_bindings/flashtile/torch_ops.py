@@ -159,9 +159,10 @@ class TorchOp:
             if not self.grad_backward:
                 raise FlashTileError(
                     f"the hooks read tensor '{wanting[0]}', which requires "
-                    f"grad, and this op has no backward that derives it: "
-                    f"{self.grad_why}. Detach it, or make the op with "
-                    f"backward=True")
+                    f"grad, and this op has no backward that derives it "
+                    f"({self.grad_why}); detach it, or make the op with "
+                    f"backward=True and deterministic=False (a captured "
+                    f"tensor's gradient is added with atomics)")
             backward, grads = self.grad_backward, ",".join(self.differentiable)
         out, lse = torch.ops.flashtile.attention(
             q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), self.plan,
