@@ -233,9 +233,10 @@ def attention(q, k, v, *, causal=False, window=None, scale=None,
     gradient of every captured tensor a hook reads that requires grad (a
     learned bias table, ALiBi slopes: added with f32 atomics in the main
     kernel; the sinks: -sum_i exp(sink - LSE_i) D_i, by the preprocess
-    kernel); a mask_mod is evaluated at every entry of the tiles the
-    backward visits, which skips those a key interval of the mask drops
-    whole (the run-time block mask is not reused yet). `deterministic=True`
+    kernel); the backward skips the tiles a mask_mod drops whole (by its
+    key interval, or by a run-time block mask where it has no exact one)
+    and evaluates it only in the tiles it does not keep whole.
+    `deterministic=True`
     computes dQ without atomics, the same bits every run (None: torch's
     torch.are_deterministic_algorithms_enabled()). The LSE is not
     differentiable."""

@@ -78,18 +78,11 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
   HookEmitter hooks(e, tid.getDefiningOp());
   Value anyKept = LLVM::ConstantOp::create(b, loc, i1, 0);
   Value allKept = yes;
-  // Each thread keeps one key of the tile and steps over rows, so that
-  // what the mask computes from the key is computed once.
-  assert(kBlockTilesThreads % tileN == 0 && tileM * tileN % kBlockTilesThreads == 0 &&
-         "configs' tiles divide the block");
-  int64_t rowsPerStep = kBlockTilesThreads / tileN;
-  int64_t steps = tileM / rowsPerStep;
-  Value k = e.add(firstKey, e.urem(tid, tileN));
-  Value key = e.smin(k, lastKey);
-  Value row0 = e.add(firstRow, e.udiv(tid, tileN));
-  for (int64_t step = 0; step < steps; ++step) {
-    Value q = e.add(row0, step * rowsPerStep);
-    Value rowValid = e.slt(q, seqlenQ);
+  // Position (row q, key k) of the tile: kept if the row is valid, the key
+  // visible to it and the mask keeps it; a position of no valid row does
+  // not count against the whole tile.
+  // `key` is k clamped to the last key (what the mask reads).
+  auto classify = [&](Value q, Value k, Value key, Value rowValid) {
     KeyWindow<Value> keys = computeKeyWindow(
         e, e.add(q, offset), seqlenK, tiling.windowLeft, tiling.windowRight);
     Value visible = LLVM::XOrOp::create(b, loc, isKeyMasked(e, keys, k), yes);
@@ -101,6 +94,31 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
     Value rowInvalid = LLVM::XOrOp::create(b, loc, rowValid, yes);
     allKept = LLVM::AndOp::create(b, loc, allKept,
                                   LLVM::OrOp::create(b, loc, keep, rowInvalid));
+  };
+  if (kBlockTilesThreads % tileN == 0 &&
+      tileM * tileN % kBlockTilesThreads == 0) {
+    // Each thread keeps one key of the tile and steps over rows, so that
+    // what the mask computes from the key is computed once.
+    int64_t rowsPerStep = kBlockTilesThreads / tileN;
+    Value k = e.add(firstKey, e.urem(tid, tileN));
+    Value key = e.smin(k, lastKey);
+    Value row0 = e.add(firstRow, e.udiv(tid, tileN));
+    for (int64_t step = 0; step < tileM / rowsPerStep; ++step) {
+      Value q = e.add(row0, step * rowsPerStep);
+      classify(q, k, key, e.slt(q, seqlenQ));
+    }
+  } else {
+    // Tiles the block does not divide: position p = tid + 256 s of the
+    // tile, row-major, each step; positions past the tile count as no row.
+    int64_t positions = tileM * tileN;
+    for (int64_t step = 0; step * kBlockTilesThreads < positions; ++step) {
+      Value p = e.add(tid, step * kBlockTilesThreads);
+      Value q = e.add(firstRow, e.udiv(p, tileN));
+      Value k = e.add(firstKey, e.urem(p, tileN));
+      Value inTile = e.slt(p, e.i32(positions));
+      classify(q, k, e.smin(k, lastKey),
+               LLVM::AndOp::create(b, loc, inTile, e.slt(q, seqlenQ)));
+    }
   }
   auto reduce = [&](StringRef name, Value pred) -> Value {
     return LLVM::CallIntrinsicOp::create(b, loc, i1, b.getStringAttr(name),

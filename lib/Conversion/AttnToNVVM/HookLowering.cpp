@@ -252,27 +252,49 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
       return LLVM::FPToSIOp::create(b, loc, b.getI32Type(), value)
           .getResult();
     };
-    std::array<Value, 2> rows = loop(
-        heads, std::array<Value, 2>{none0, none1},
-        [&](Value i, const std::array<Value, 2> &hull) {
+    // Per head: the rows that meet the tile (their hull over the heads),
+    // and with `exact` the rows that keep it whole (their intersection).
+    bool exact = op.getExact();
+    std::array<Value, 4> rows = loop(
+        heads, std::array<Value, 4>{none0, none1, r0, r1},
+        [&](Value i, const std::array<Value, 4> &acc) {
           Value head = e.add(adaptor.getHead(), i);
-          Value first, last;
+          Value first, last, wholeFirst = r0, wholeLast = r1;
           if (tables) {
-            TableRow firsts = tableRow(adaptor.getTables()[0], head);
-            TableRow ends = tableRow(adaptor.getTables()[1], head);
-            auto interval = [&](Value m) {
-              Value end = entry(ends, m);
-              return std::make_pair(entry(firsts, m), e.sub(end, e.i32(1)));
+            auto intervalOf = [&](Value firstTable, Value endTable) {
+              TableRow firsts = tableRow(firstTable, head);
+              TableRow ends = tableRow(endTable, head);
+              return [&, firsts, ends](Value m) {
+                Value end = entry(ends, m);
+                return std::make_pair(entry(firsts, m), e.sub(end, e.i32(1)));
+              };
             };
-            std::tie(first, last) = scanMeetingRows<kScanUnroll>(
-                e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize, interval,
+            auto [f, l] = scanMeetingRows<kScanUnroll>(
+                e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize,
+                intervalOf(adaptor.getTables()[0], adaptor.getTables()[1]),
                 loop);
-            Value extremes[] = {first, last};
-            warpAllReduce(e, extremes, [&](size_t i, Value a, Value b) {
-              return i == 0 ? e.smin(a, b) : e.smax(a, b);
+            SmallVector<Value, 5> lanes = {f, l};
+            if (exact) {
+              // The tiles whose unmasked KV tiles hold this one, and how
+              // many: kept where they are one run.
+              auto [wf, wl, count] = scanMeetingRows<kScanUnroll, true>(
+                  e, r0, r1, k0, k1, ctx.thread().lane, kWarpSize,
+                  intervalOf(adaptor.getTables()[2], adaptor.getTables()[3]),
+                  loop);
+              lanes.append({wf, wl, count});
+            }
+            // Firsts (0, 2) by minimum, lasts (1, 3) by maximum, the
+            // count (4) summed.
+            warpAllReduce(e, lanes, [&](size_t i, Value a, Value b) {
+              if (i == 4)
+                return e.add(a, b);
+              return i % 2 == 0 ? e.smin(a, b) : e.smax(a, b);
             });
-            first = extremes[0];
-            last = extremes[1];
+            first = lanes[0];
+            last = lanes[1];
+            if (exact)
+              std::tie(wholeFirst, wholeLast) =
+                  wholeRunOrNone(e, lanes[2], lanes[3], lanes[4]);
           } else {
             auto interval = [&](Value q) {
               HookEmitter hooks(e, op);
@@ -281,17 +303,34 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
             };
             std::tie(first, last) =
                 bisectMeetingRows(e, r0, r1, k0, k1, interval, loop);
+            if (exact)
+              std::tie(wholeFirst, wholeLast) =
+                  bisectCoveringRows(e, r0, r1, k0, k1, interval, loop);
           }
-          // An empty result of one head leaves the hull as it was.
+          // An empty result of one head leaves the hull as it was; the
+          // whole rows are those of every head.
           Value empty = e.slt(last, first);
-          return std::array<Value, 2>{
-              e.smin(hull[0], e.select(empty, none0, first)),
-              e.smax(hull[1], e.select(empty, none1, last))};
+          return std::array<Value, 4>{
+              e.smin(acc[0], e.select(empty, none0, first)),
+              e.smax(acc[1], e.select(empty, none1, last)),
+              e.smax(acc[2], wholeFirst), e.smin(acc[3], wholeLast)};
         });
     // Rows are query tiles already with tables.
+    int64_t rowsPerTile = tables ? 1 : tileM;
     auto [begin, end] = rowsToQueryTiles(e, rows[0], rows[1], withinBegin,
-                                         withinEnd, tables ? 1 : tileM);
-    rewriter.replaceOp(op, {begin, end});
+                                         withinEnd, rowsPerTile);
+    Value wholeBegin = begin, wholeEnd = begin;
+    if (exact)
+      std::tie(wholeBegin, wholeEnd) =
+          rowsToWholeQueryTiles(e, rows[2], rows[3], rowsPerTile);
+    // No head (nothing to search): no whole tile either.
+    wholeEnd = e.select(e.slt(e.i32(0), heads), wholeEnd, wholeBegin);
+    KVTileRange<Value> within{withinBegin, adaptor.getWithinUnmaskedBegin(),
+                              adaptor.getWithinUnmaskedEnd(), withinEnd};
+    KVTileRange<Value> range = intersectTileRanges(
+        e, within, KVTileRange<Value>{begin, wholeBegin, wholeEnd, end});
+    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
+                            range.unmaskedEnd, range.end});
     return success();
   }
 };

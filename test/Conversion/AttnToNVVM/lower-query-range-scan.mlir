@@ -12,15 +12,14 @@
 // the warp with shuffles, so every warp holds the result. Entries are per
 // query head (this mask reads the head), so the loop runs over the group's
 // heads. A pinned non-square shape (64 x 128) gives the preprocess the main
-// kernel's tile_n, with which it finds the KV tiles.
+// kernel's tile_n, with which it finds the KV tiles. The interval is exact,
+// so the preprocess also writes each query tile's unmasked KV tiles
+// (kv_unmasked_first / kv_unmasked_end).
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
 // CHECK-LABEL: llvm.func @packed_bwd_preprocess(
-// CHECK:         llvm.sitofp %{{.*}} : i32 to f32
-// CHECK-COUNT-2: llvm.store %{{.*}} : f32, !llvm.ptr<1>
-// CHECK:         llvm.sitofp %{{.*}} : i32 to f32
-// CHECK-COUNT-2: llvm.store %{{.*}} : f32, !llvm.ptr<1>
+// CHECK-COUNT-4: llvm.sitofp %{{.*}} : i32 to f32
 // CHECK-LABEL: llvm.func @packed_bwd_main(
 // CHECK:         %[[GROUP:.*]] = llvm.udiv %arg{{[0-9]+}}, %arg{{[0-9]+}} : i32
 // CHECK:         llvm.select %{{.*}}, %{{.*}}, %[[GROUP]] : i1, i32
@@ -33,7 +32,15 @@
 // CHECK-COUNT-8: llvm.fptosi %{{.*}} : f32 to i32
 // CHECK-NOT:     llvm.load
 // CHECK:         llvm.br ^[[ROW]]
-// CHECK-COUNT-10: nvvm.shfl.sync bfly
+// The interval is exact: the same scan of the unmasked tables finds the
+// tiles that keep this KV tile whole, and counts them (kept where they are
+// one run); the warp reduces the five values (first and last meeting,
+// first and last whole, the count) together.
+// CHECK:       ^[[WHOLE:bb[0-9]+]](%{{.*}}: i32, {{.*}}):  // 2 preds
+// CHECK-COUNT-8: llvm.fptosi %{{.*}} : f32 to i32
+// CHECK:         llvm.br ^[[WHOLE]]
+// CHECK-COUNT-25: nvvm.shfl.sync bfly
+// CHECK-NOT:     nvvm.shfl.sync
 // CHECK:         llvm.br ^[[HEAD]]
 // CHECK-LABEL: llvm.func @packed_bwd_convert(
 // PINNED-LABEL: llvm.func @packed_bwd_preprocess(

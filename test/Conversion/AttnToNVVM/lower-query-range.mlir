@@ -25,6 +25,13 @@
 // CHECK:         llvm.sdiv
 // CHECK:         llvm.xor %{{.*}}, %{{.*}} : i1
 // CHECK:         llvm.br ^[[STEP]]
+// The interval is exact: the rows that keep the whole tile, by the same
+// bisection with the tile's first and last keys swapped, in a second loop
+// of steps.
+// CHECK:         "llvm.intr.ctlz"
+// CHECK:       ^[[WHOLE:bb[0-9]+]](%[[J:[0-9]+]]: i32, {{.*}}):  // 2 preds
+// CHECK-NEXT:    llvm.icmp "slt" %[[J]], %{{.*}} : i32
+// CHECK:         llvm.br ^[[WHOLE]]
 // CHECK:         llvm.br ^[[HEAD]]
 // CHECK-LABEL: llvm.func @band_bwd_convert(
 attn.kernel @band arch(#attn.arch<sm_120>) {

@@ -812,10 +812,14 @@ LogicalResult QueryRangeOp::verify() {
   }
   if (!getBody().empty())
     return emitOpError() << "takes a key_range body or tables, not both";
-  if (getTables().size() != 2)
-    return emitOpError() << "takes two tables (the first and the end KV "
-                            "tile per query tile), got "
-                         << getTables().size();
+  size_t expected = getExact() ? 4 : 2;
+  if (getTables().size() != expected)
+    return emitOpError() << "takes " << expected
+                         << " tables (the first and the end KV tile per "
+                            "query tile"
+                         << (getExact() ? ", then the unmasked first and end"
+                                        : "")
+                         << "), got " << getTables().size();
   for (Value table : getTables()) {
     auto type = cast<MemRefType>(table.getType());
     if (type.getRank() != 3 || !type.getElementType().isF32())

@@ -291,15 +291,16 @@ BlockRangesOp TileBuilder::blockRanges(const Block &block,
 }
 
 QueryRangeOp TileBuilder::queryRange(const Block &block, Value head,
-                                     Value group, Value begin, Value end,
+                                     Value group, const TileRange &within,
                                      int64_t tileM, int64_t tileN,
-                                     ValueRange tables, const char *file,
-                                     unsigned line) {
+                                     ValueRange tables, bool exact,
+                                     const char *file, unsigned line) {
   Location here = at(file, line);
   Type idx = b.getIndexType();
-  return QueryRangeOp::create(b, here, idx, idx, block.mBlock, block.batch,
-                              head, group, block.seqlenQ, block.seqlenK,
-                              begin, end, tables, tileM, tileN);
+  return QueryRangeOp::create(
+      b, here, idx, idx, idx, idx, block.mBlock, block.batch, head, group,
+      block.seqlenQ, block.seqlenK, within.begin, within.unmaskedBegin,
+      within.unmaskedEnd, within.end, tables, tileM, tileN, exact);
 }
 
 ValueRange TileBuilder::loop(Value lower, Value upper, ValueRange inits,

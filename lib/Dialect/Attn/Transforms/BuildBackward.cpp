@@ -385,6 +385,10 @@ struct BackwardBuilder {
   /// tiles by the forward's; the tiles a block mask finds kept whole run
   /// without the mask.
   bool blockMask = false;
+  /// Whether the query tables also carry each query tile's unmasked KV
+  /// tiles (kv_unmasked_first / kv_unmasked_end): with an exact interval,
+  /// the main kernel's tiles every row keeps whole then need no mask_mod.
+  bool exactTables = false;
 
   /// One of the family's tensors: its name, role, side and type.
   struct Tensor {
@@ -402,6 +406,9 @@ struct BackwardBuilder {
     if (queryTables)
       list.append({{"kv_first", "workspace", false, lseType},
                    {"kv_end", "workspace", false, lseType}});
+    if (queryTables && exactTables)
+      list.append({{"kv_unmasked_first", "workspace", false, lseType},
+                   {"kv_unmasked_end", "workspace", false, lseType}});
     if (!deterministic)
       list.push_back({"dq_accum", "workspace", false, accType});
     list.append({{"dq", "out", false, qType},
@@ -599,6 +606,12 @@ void BackwardBuilder::buildPreprocess(OpBuilder &b, KernelOp kernel,
                 {blk.batch, blk.head, row});
     t.storeTile(asFloats(range.end), arg(kernel, "kv_end"),
                 {blk.batch, blk.head, row});
+    if (exactTables) {
+      t.storeTile(asFloats(range.unmaskedBegin), arg(kernel, "kv_unmasked_first"),
+                  {blk.batch, blk.head, row});
+      t.storeTile(asFloats(range.unmaskedEnd), arg(kernel, "kv_unmasked_end"),
+                  {blk.batch, blk.head, row});
+    }
   }
   if (readsGradTensors(attention.getSink()))
     accumulateSinkGradients(b, t, kernel, blk, product, row, tileM);
@@ -805,37 +818,43 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
     }
     return group;
   };
-  // A mask_mod with a key interval: only the query tiles with a row whose
-  // interval meets this KV tile (the transpose of the forward's key_range).
-  // Every step evaluates the mask, so a superset of the tiles with a kept
-  // key is correct; a subset would drop gradient.
-  if (maskMod) {
-    SmallVector<Value> tables;
-    if (queryTables)
-      tables = {arg(kernel, "kv_first"), arg(kernel, "kv_end")};
-    refineByQueryRange(t, forward, *maskMod, blk, blk.head, groupSize(), lo,
-                       hi, tileM, tileN, tables);
-  }
   // Of those, the tiles [ulo, uhi) need no mask (KVBounds.h).
   UnmaskedTiles<Value> whole = computeUnmaskedQueryTiles(
       ia, kv0, shift, lo, hi, blk.seqlenQ, blk.seqlenK, tiling);
-  Value ulo = whole.begin, uhi = whole.end;
-  if (maskMod && blockMask) {
-    // The run-time block mask of the group's heads refines them: tiles no
-    // head keeps a key of are never visited, and those every head keeps
-    // whole run without the mask_mod.
-    TileBuilder::Block keys = blk;
-    keys.head = blk.kvHead;
-    BlockRangesOp ranges = buildBlockMask(t, kernel, keys, {lo, ulo, uhi, hi},
-                                          tileM, tileN, /*keyGrid=*/true);
-    lo = ranges.getBegin();
-    ulo = ranges.getUnmaskedBegin();
-    uhi = ranges.getUnmaskedEnd();
-    hi = ranges.getEnd();
-  } else if (maskMod) {
-    // A mask_mod is evaluated at every entry: every step is masked.
-    uhi = ulo;
+  TileBuilder::TileRange range{lo, whole.begin, whole.end, hi};
+  if (maskMod) {
+    // A mask_mod with a key interval: only the query tiles with a row
+    // whose interval meets this KV tile (the transpose of the forward's
+    // key_range); with an exact interval, the tiles every row of every
+    // head of the group keeps whole need no mask_mod. The masked steps
+    // evaluate it at every entry, so a superset of the tiles with a kept
+    // key is correct; a subset would drop gradient.
+    SmallVector<Value> tables;
+    if (queryTables)
+      tables = {arg(kernel, "kv_first"), arg(kernel, "kv_end")};
+    if (queryTables && exactTables)
+      tables.append(
+          {arg(kernel, "kv_unmasked_first"), arg(kernel, "kv_unmasked_end")});
+    FailureOr<bool> exact = refineByQueryRange(
+        t, forward, *maskMod, blk, blk.head, groupSize(), range, tileM, tileN,
+        tables);
+    if (blockMask) {
+      // What the interval does not bound, the run-time block mask of the
+      // group's heads does: tiles no head keeps a key of are never
+      // visited, and those every head keeps whole need no mask_mod.
+      TileBuilder::Block keys = blk;
+      keys.head = blk.kvHead;
+      BlockRangesOp ranges = buildBlockMask(t, kernel, keys, range, tileM,
+                                            tileN, /*keyGrid=*/true);
+      range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
+               ranges.getUnmaskedEnd(), ranges.getEnd()};
+    } else if (failed(exact) || !*exact) {
+      range.unmaskedEnd = range.unmaskedBegin;
+    }
   }
+  lo = range.begin;
+  hi = range.end;
+  Value ulo = range.unmaskedBegin, uhi = range.unmaskedEnd;
   Value count = sub(hi, lo);
   Value unmasked = sub(uhi, ulo);
   Value masked = sub(count, unmasked);
@@ -989,8 +1008,7 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                             [&](Value j, ValueRange carried) {
                               return step(j, carried, true);
                             });
-  if (!maskMod || blockMask)
-    grads = t.loop(first, middle, grads, /*masked=*/false,
+  grads = t.loop(first, middle, grads, /*masked=*/false,
                    [&](Value j, ValueRange carried) {
                      return step(j, carried, false);
                    });
@@ -1096,6 +1114,7 @@ FailureOr<FamilyOp> attn::buildBackwardFamily(KernelOp forward,
         analyzeKeyInterval(forward, attention.getMaskMod());
     builder.queryTables = interval && !interval->monotone;
     builder.blockMask = !interval || !interval->exact;
+    builder.exactTables = builder.queryTables && interval->exact;
   }
   if (failed(findGradTensors(forward, attention, options.tensorGrads,
                              builder.gradTensors)))

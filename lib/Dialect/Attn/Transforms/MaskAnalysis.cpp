@@ -389,23 +389,29 @@ std::optional<KeyIntervalInfo> attn::analyzeKeyInterval(KernelOp kernel,
   return KeyIntervalInfo{*exact, monotone};
 }
 
-void attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,
-                              Region &maskMod,
-                              const TileBuilder::Block &block, Value head,
-                              Value group, Value &begin, Value &end,
-                              int64_t tileM, int64_t tileN,
-                              ValueRange tables) {
-  QueryRangeOp queryRange =
-      t.queryRange(block, head, group, begin, end, tileM, tileN, tables);
+FailureOr<bool> attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,
+                                         Region &maskMod,
+                                         const TileBuilder::Block &block,
+                                         Value head, Value group,
+                                         TileBuilder::TileRange &range,
+                                         int64_t tileM, int64_t tileN,
+                                         ValueRange tables) {
+  // Tables of the unmasked tiles come with an exact interval only.
+  bool exact = tables.size() == 4;
+  QueryRangeOp queryRange = t.queryRange(block, head, group, range, tileM,
+                                         tileN, tables, exact);
   if (tables.empty()) {
     bool monotone = true;
-    if (failed(buildKeyRange(kernel, maskMod, queryRange.getBody(),
-                             monotone)) ||
-        !monotone) {
+    FailureOr<bool> found =
+        buildKeyRange(kernel, maskMod, queryRange.getBody(), monotone);
+    if (failed(found) || !monotone) {
       queryRange.erase();
-      return;
+      return failure();
     }
+    exact = *found;
+    queryRange.setExact(exact);
   }
-  begin = queryRange.getBegin();
-  end = queryRange.getEnd();
+  range = {queryRange.getBegin(), queryRange.getUnmaskedBegin(),
+           queryRange.getUnmaskedEnd(), queryRange.getEnd()};
+  return exact;
 }

@@ -1307,7 +1307,7 @@ attn.kernel @query_range_yield arch(#attn.arch<sm_120>) config(#attn.config<tile
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{region must yield (lo, hi) as two indices}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   ^bb0(%bi: index, %hi: index, %qi: index):
     attn.yield %qi : index
   }
@@ -1322,7 +1322,7 @@ attn.kernel @query_range_args arch(#attn.arch<sm_120>) config(#attn.config<tile_
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{region must take (index, index, index): batch, head, q_idx}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   ^bb0(%bi: index, %qi: index):
     attn.yield %qi, %qi : index, index
   }
@@ -1337,7 +1337,7 @@ attn.kernel @query_range_tiles arch(#attn.arch<sm_120>) config(#attn.config<tile
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{tile sizes must be positive}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 0 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq attributes {tile_m = 0 : i64, tile_n = 64 : i64} {
   ^bb0(%bi: index, %hi: index, %qi: index):
     attn.yield %qi, %qi : index, index
   }
@@ -1352,7 +1352,7 @@ attn.kernel @query_range_neither arch(#attn.arch<sm_120>) config(#attn.config<ti
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{needs a key_range body or tables}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   }
 }
 
@@ -1364,8 +1364,22 @@ attn.kernel @query_range_one_table arch(#attn.arch<sm_120>) config(#attn.config<
 ^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
-  // expected-error @below {{takes two tables (the first and the end KV tile per query tile), got 1}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %lse : !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  // expected-error @below {{takes 2 tables (the first and the end KV tile per query tile), got 1}}
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq tables %lse : !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  }
+}
+
+// -----
+
+// With `exact`, the tables carry each query tile's unmasked KV tiles too.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @query_range_exact_tables arch(#attn.arch<sm_120>) config(#attn.config<tile_m = 64, tile_n = 64, stages = 1, warps = 4, q_in_regs = false>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{takes 4 tables (the first and the end KV tile per query tile, then the unmasked first and end), got 2}}
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq tables %lse, %lse : !lse, !lse attributes {exact, tile_m = 64 : i64, tile_n = 64 : i64} {
   }
 }
 
@@ -1378,7 +1392,7 @@ attn.kernel @query_range_both arch(#attn.arch<sm_120>) config(#attn.config<tile_
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{takes a key_range body or tables, not both}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %lse, %lse : !lse, !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq tables %lse, %lse : !lse, !lse attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   ^bb0(%bi: index, %hi: index, %qi: index):
     attn.yield %qi, %qi : index, index
   }
@@ -1393,7 +1407,7 @@ attn.kernel @query_range_table_type arch(#attn.arch<sm_120>) config(#attn.config
   %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %k : !t, !t
   %c1 = arith.constant 1 : index
   // expected-error @below {{tables are f32 (batch, heads, seqlen_q) tensors, got 'memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>'}}
-  %begin, %end = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %sq tables %q, %q : !t, !t attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+  %r:4 = attn.query_range %m, %b, %h, %c1, %sq, %sk within %m, %m, %m, %sq tables %q, %q : !t, !t attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
   }
 }
 

@@ -184,24 +184,28 @@ attn.kernel @document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} 
 
 // -----
 
-// A mask_mod with a monotone key interval (a band of 256 keys): the main
-// kernel visits only the query tiles with a row whose interval meets its
-// KV tile (attn.query_range, bisected: a region, no tables) over the group's
-// heads, all of them masked; the dQ kernel refines its KV tiles as the
-// forward does (an exact attn.key_range), so its middle loop runs without
-// the mask_mod.
+// A mask_mod with a monotone exact key interval (a band of 256 keys): the
+// main kernel visits only the query tiles with a row whose interval meets
+// its KV tile (attn.query_range, bisected: a region, no tables) over the
+// group's heads, and those every row of every head keeps whole (exact)
+// run in a second loop, without the mask_mod; the dQ kernel refines its KV
+// tiles as the forward does (an exact attn.key_range), so its middle loop
+// runs without the mask_mod.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 // CHECK-LABEL: attn.kernel @band_bwd_main
 // CHECK:         %[[HQ:.*]] = attn.size "heads_q"
 // CHECK:         %[[HKV:.*]] = attn.size "heads_kv"
 // CHECK:         %[[GROUP:.*]] = arith.divui %[[HQ]], %[[HKV]]
-// CHECK:         %[[B:.*]], %[[E:.*]] = attn.query_range %m_block, %batch, %head, %[[GROUP]], %seqlen_q, %seqlen_k within %{{.*}}, %{{.*}} attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:         %[[B:.*]], %[[UB:.*]], %[[UE:.*]], %[[E:.*]] = attn.query_range %m_block, %batch, %head, %[[GROUP]], %seqlen_q, %seqlen_k within %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} attributes {exact, tile_m = 64 : i64, tile_n = 64 : i64} {
 // CHECK:           arith.subi
 // CHECK:           attn.yield
 // CHECK:         arith.subi %[[E]], %[[B]]
+// CHECK:         arith.subi %[[UE]], %[[UB]]
 // CHECK:         attn.kv_loop {{.*}} attributes {masked}
-// CHECK-NOT:     attn.kv_loop
+// CHECK:           arith.cmpi sge
+// CHECK:         attn.kv_loop
+// CHECK-NOT:       arith.cmpi sge
 // CHECK-LABEL: attn.kernel @band_bwd_convert
 // DET-LABEL: attn.kernel @band_bwd_dq
 // DET:         attn.key_range {{.*}} attributes {exact, tile_m = 64 : i64, tile_n = 64 : i64}
@@ -228,29 +232,37 @@ attn.kernel @band arch(#attn.arch<sm_120>) {
 
 // Packed sequences (flashtile.varlen's mask): each row's keys are its
 // sequence's, read from tensors at q_idx, so the interval is not known to
-// be monotone. The family gains the kv_first / kv_end workspaces: the
-// preprocess kernel writes its query tile's KV tiles there (the forward's
-// key_range, scanning its rows), and the main kernel's query_range reads
-// them (tables, no region) instead of bisecting.
+// be monotone. The family gains the kv_first / kv_end workspaces, and as
+// the interval is exact kv_unmasked_first / kv_unmasked_end: the preprocess
+// kernel writes its query tile's KV tiles there (the forward's key_range,
+// scanning its rows), and the main kernel's query_range reads them
+// (tables, no region) instead of bisecting; the tiles every row keeps
+// whole run in a second loop, without the mask_mod.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 !ids = memref<?xi32, strided<[?]>>
 // CHECK-LABEL: attn.kernel @packed_bwd_preprocess
-// CHECK-SAME:    #attn.tensor<"d", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_first", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_end", "workspace", "seqlen_q", "heads_q">
-// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
+// CHECK-SAME:    #attn.tensor<"d", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_first", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_end", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_unmasked_first", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"kv_unmasked_end", "workspace", "seqlen_q", "heads_q">
+// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[UFIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[UEND:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
 // CHECK:         %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = attn.kv_bounds %m_block, %seqlen_q, %seqlen_k {tile_m = 64 : i64, tile_n = 64 : i64
-// CHECK:         %[[B:.*]], %{{.*}}, %{{.*}}, %[[E:.*]], %{{.*}} = attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 64 : i64}
+// CHECK:         %[[B:.*]], %[[UB:.*]], %[[UE:.*]], %[[E:.*]], %{{.*}} = attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 64 : i64}
 // CHECK:         %[[BF:.*]] = attn.map %{{.*}}, %[[B]] :
 // CHECK:           arith.sitofp
 // CHECK:         attn.store_tile %[[BF]] -> %[[FIRST]][
 // CHECK:         %[[EF:.*]] = attn.map %{{.*}}, %[[E]] :
 // CHECK:         attn.store_tile %[[EF]] -> %[[END]][
+// CHECK:         %[[UBF:.*]] = attn.map %{{.*}}, %[[UB]] :
+// CHECK:         attn.store_tile %[[UBF]] -> %[[UFIRST]][
+// CHECK:         %[[UEF:.*]] = attn.map %{{.*}}, %[[UE]] :
+// CHECK:         attn.store_tile %[[UEF]] -> %[[UEND]][
 // CHECK-LABEL: attn.kernel @packed_bwd_main
-// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
-// CHECK:         attn.query_range {{.*}} tables %[[FIRST]], %[[END]] : memref<?x?x?xf32>, memref<?x?x?xf32> attributes {tile_m = 64 : i64, tile_n = 64 : i64}
+// CHECK:       ^bb0({{.*}}, %[[FIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[END:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[UFIRST:[0-9a-z_]+]]: memref<?x?x?xf32>, %[[UEND:[0-9a-z_]+]]: memref<?x?x?xf32>, %{{[0-9a-z_]+}}: memref<?x?x?x64xf32,
+// CHECK:         attn.query_range {{.*}} tables %[[FIRST]], %[[END]], %[[UFIRST]], %[[UEND]] : memref<?x?x?xf32>, memref<?x?x?xf32>, memref<?x?x?xf32>, memref<?x?x?xf32> attributes {exact, tile_m = 64 : i64, tile_n = 64 : i64}
 // CHECK-NOT:       attn.yield
 // CHECK:         attn.kv_loop {{.*}} attributes {masked}
-// CHECK-NOT:     attn.kv_loop
+// CHECK:           memref.load
+// CHECK:         attn.kv_loop
+// CHECK-NOT:       memref.load
 // DET-LABEL: attn.kernel @packed_bwd_dq
 // DET:         attn.key_range {{.*}} attributes {exact, scan_rows, tile_m = 64 : i64, tile_n = 64 : i64}
 attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "start", "end"]} {

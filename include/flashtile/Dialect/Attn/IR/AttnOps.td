@@ -408,11 +408,19 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
   let description = [{
     The transpose of `attn.key_range`, for kernels whose blocks own a KV
     tile and step over query tiles (the backward's main kernel). The
-    results are the query tiles `[begin, end)`, within the `within` tiles,
-    that hold a row below seqlen_q, of one of the `group` query heads from
-    `head` on, whose keys meet KV tile `n_block` below seqlen_k. That is a
-    superset of the tiles with a kept key, so the kernel still masks every
-    element of them; tiles outside hold no kept key and are never visited.
+    results refine the `within` tiles (`[begin, end)`, of which
+    `[unmasked_begin, unmasked_end)` need no mask, as attn.kv_bounds's
+    transpose gives them):
+      - `[begin, end)`: the query tiles that hold a row below seqlen_q, of
+        one of the `group` query heads from `head` on, whose keys meet KV
+        tile `n_block` below seqlen_k. That is a superset of the tiles with
+        a kept key, so the kernel still masks every element of them; tiles
+        outside hold no kept key and are never visited.
+      - `[unmasked_begin, unmasked_end)`: with `exact` (the interval holds
+        exactly the keys the mask_mod keeps), the tiles of the within
+        unmasked ones whose every row, of every head of the group, keeps
+        every key of the tile: they need no mask_mod. Without `exact`, none
+        (both at `begin`).
 
     Two forms:
       - With a region (a key_range body: for query row `q_idx` of batch
@@ -420,18 +428,22 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
         monotone in q_idx, that holds every key the mask_mod keeps): the
         rows are found by bisection, as whether a row's interval starts
         before the tile's last key, and whether it ends after its first,
-        each change at most once along the rows.
-      - With `tables` (two f32 tensors shaped like the LSE, batch x query
-        heads x seqlen_q, that a query-grid kernel filled with the first
-        and one past the last KV tile of each query tile m, at row
-        m * tile_m, from the forward's key_range): the entries of the
-        `within` tiles are scanned. For intervals not known to be monotone
-        (a varlen mask reads each row's sequence), where a per-row scan
-        would cost a pass over every row per KV tile. The region is empty.
+        each change at most once along the rows; the rows that keep the
+        whole tile the same way, with the tile's keys swapped (an interval
+        that starts before its first key and ends after its last).
+      - With `tables` (f32 tensors shaped like the LSE, batch x query heads
+        x seqlen_q, that a query-grid kernel filled with the first and one
+        past the last KV tile of each query tile m, at row m * tile_m, from
+        the forward's key_range; with `exact`, two more of its unmasked
+        first and end): the entries of the `within` tiles are scanned. For
+        intervals not known to be monotone (a varlen mask reads each row's
+        sequence), where a per-row scan would cost a pass over every row
+        per KV tile. The whole tiles count only where they are contiguous
+        (one run); otherwise there are none. The region is empty.
 
     ```mlir
-    %b, %e = attn.query_range %n, %batch, %head, %group, %sq, %sk
-        within %lo, %hi {tile_m = 64, tile_n = 64} {
+    %b, %ub, %ue, %e = attn.query_range %n, %batch, %head, %group, %sq, %sk
+        within %lo, %ulo, %uhi, %hi {exact, tile_m = 64, tile_n = 64} {
     ^bb0(%bi: index, %hi: index, %qi: index):
       ...
       attn.yield %lo, %hi : index, index
@@ -440,14 +452,16 @@ def Attn_QueryRangeOp : Attn_Op<"query_range", [Pure, IsolatedFromAbove]> {
   }];
   let arguments = (ins Index:$n_block, Index:$batch, Index:$head,
                        Index:$group, Index:$seqlen_q, Index:$seqlen_k,
-                       Index:$within_begin, Index:$within_end,
+                       Index:$within_begin, Index:$within_unmasked_begin,
+                       Index:$within_unmasked_end, Index:$within_end,
                        Variadic<AnyMemRef>:$tables,
-                       I64Attr:$tile_m, I64Attr:$tile_n);
-  let results = (outs Index:$begin, Index:$end);
+                       I64Attr:$tile_m, I64Attr:$tile_n, UnitAttr:$exact);
+  let results = (outs Index:$begin, Index:$unmasked_begin,
+                      Index:$unmasked_end, Index:$end);
   let regions = (region MaxSizedRegion<1>:$body);
   let assemblyFormat = [{
     $n_block `,` $batch `,` $head `,` $group `,` $seqlen_q `,` $seqlen_k
-    `within` $within_begin `,` $within_end
+    `within` $within_begin `,` $within_unmasked_begin `,` $within_unmasked_end `,` $within_end
     (`tables` $tables^ `:` type($tables))? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;

@@ -176,12 +176,13 @@ public:
                             int64_t tileM, int64_t tileN, bool perHead,
                             bool keyGrid, FLASHTILE_CALLER);
   /// attn.query_range of a key-grid block (whose KV tile is
-  /// block.mBlock) over the query tiles [begin, end) and the `group` query
+  /// block.mBlock) over the query tiles `within` and the `group` query
   /// heads from `head`, reading `tables` when given; region empty.
   QueryRangeOp queryRange(const Block &block, mlir::Value head,
-                          mlir::Value group, mlir::Value begin,
-                          mlir::Value end, int64_t tileM, int64_t tileN,
-                          mlir::ValueRange tables, FLASHTILE_CALLER);
+                          mlir::Value group, const TileRange &within,
+                          int64_t tileM, int64_t tileN,
+                          mlir::ValueRange tables, bool exact,
+                          FLASHTILE_CALLER);
 
   //===--- The KV loop and the block's exits -----------------------------===//
   /// The body of a KV loop: given the tile index and the loop-carried

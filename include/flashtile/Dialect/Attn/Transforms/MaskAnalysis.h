@@ -55,18 +55,21 @@ mlir::FailureOr<bool> refineByKeyRange(TileBuilder &t, KernelOp kernel,
                                        int64_t tileM, int64_t tileN,
                                        mlir::Value *keyEnd = nullptr);
 
-/// The query tiles of [begin, end) a key-grid block (whose KV tile is
-/// block.mBlock) visits for `maskMod`: those with a row of one of the
-/// `group` query heads from `head` whose key interval meets the KV tile
-/// (an attn.query_range). With `tables` (the KV tiles' first and end per
-/// query tile, which a query-grid kernel wrote), from those; otherwise by
-/// bisection of the mask's key interval. Unchanged when the mask has no
-/// key interval, or without tables when it is not known to be monotone.
-void refineByQueryRange(TileBuilder &t, KernelOp kernel,
-                        mlir::Region &maskMod, const TileBuilder::Block &block,
-                        mlir::Value head, mlir::Value group,
-                        mlir::Value &begin, mlir::Value &end, int64_t tileM,
-                        int64_t tileN, mlir::ValueRange tables = {});
+/// Refines `range`, the query tiles a key-grid block (whose KV tile is
+/// block.mBlock) visits, for `maskMod` (an attn.query_range): to those with
+/// a row of one of the `group` query heads from `head` whose key interval
+/// meets the KV tile, and when the interval is exact, the unmasked ones to
+/// those every row of every head keeps whole. With `tables` (the KV tiles'
+/// first and end per query tile, which a query-grid kernel wrote, and with
+/// an exact interval its unmasked first and end), from those; otherwise by
+/// bisection of the mask's key interval. Returns whether the interval is
+/// exact; failure, with nothing built, when the mask has no key interval,
+/// or without tables when it is not known to be monotone.
+mlir::FailureOr<bool>
+refineByQueryRange(TileBuilder &t, KernelOp kernel, mlir::Region &maskMod,
+                   const TileBuilder::Block &block, mlir::Value head,
+                   mlir::Value group, TileBuilder::TileRange &range,
+                   int64_t tileM, int64_t tileN, mlir::ValueRange tables = {});
 
 } // namespace flashtile::attn
 

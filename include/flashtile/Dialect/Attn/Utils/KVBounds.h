@@ -44,6 +44,7 @@
 #define FLASHTILE_DIALECT_ATTN_UTILS_KVBOUNDS_H
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -335,7 +336,11 @@ auto isEntryOutside(A &a, V query, V key, V seqlenQ, V seqlenK, V shift,
 //   std::array<V, N> loop(V count, std::array<V, N> init, Body body)
 //                                         `count` times state = body(i, state)
 //
-// and `interval(q)`, which returns the pair (lo, hi) of row q.
+// and `interval(q)`, which returns the pair (lo, hi) of row q. The same
+// searches find the rows that keep a whole tile (attn.query_range exact):
+// those whose interval holds [k0, k1], lo(q) <= k0 and hi(q) >= k1, one
+// run when the intervals are monotone; scanned otherwise, and kept only
+// where the scan finds one run.
 
 /// Rows [first, last] of [r0, r1] where a predicate that changes at most
 /// once holds, from its values p0 at r0 and p1 at r1 and `change`, the
@@ -384,35 +389,70 @@ std::pair<V, V> bisectMeetingRows(A &a, V r0, V r1, V k0, V k1,
   return {a.smax(sFirst, eFirst), a.smin(sLast, eLast)};
 }
 
+/// The rows of [r0, r1] whose monotone interval holds every key of [k0,
+/// k1] (lo <= k0 and hi >= k1): bisectMeetingRows with the keys swapped,
+/// as each predicate still changes at most once along the rows.
+template <typename A, typename V, typename IntervalFn, typename LoopFn>
+std::pair<V, V> bisectCoveringRows(A &a, V r0, V r1, V k0, V k1,
+                                   IntervalFn interval, LoopFn loop) {
+  return bisectMeetingRows(a, r0, r1, k1, k0, interval, loop);
+}
+
 /// The rows of [r0, r1] (r0 <= r1) whose interval, monotone or not, meets
 /// keys [k0, k1], as one lane of `lanes` sees them: it evaluates rows r0 +
 /// lane, r0 + lane + lanes, ... (past r1 clamped to r1, which changes
 /// nothing), `unroll` of them per step so that their loads are in flight
 /// together, and returns the first and last meeting row among them (r1 + 1
 /// and r0 - 1 when none); the caller takes the minimum and maximum over the
-/// lanes.
-template <int64_t unroll, typename A, typename V, typename IntervalFn,
-          typename LoopFn>
-std::pair<V, V> scanMeetingRows(A &a, V r0, V r1, V k0, V k1, V lane,
-                                int64_t lanes, IntervalFn interval,
-                                LoopFn loop) {
+/// lanes. With `counted`, also how many rows meet (a clamped row counts
+/// once), which the caller sums over the lanes: the rows are one run
+/// exactly when that is last - first + 1.
+template <int64_t unroll, bool counted = false, typename A, typename V,
+          typename IntervalFn, typename LoopFn>
+auto scanMeetingRows(A &a, V r0, V r1, V k0, V k1, V lane, int64_t lanes,
+                     IntervalFn interval, LoopFn loop) {
+  constexpr std::size_t n = counted ? 3 : 2;
   int64_t stride = lanes * unroll;
   V steps = a.sdiv(a.add(a.sub(r1, r0), stride), a.i32(stride));
-  std::array<V, 2> found = loop(
-      steps, std::array<V, 2>{a.add(r1, 1), a.sub(r0, a.i32(1))},
-      [&](V i, const std::array<V, 2> &x) {
-        V base = a.add(a.add(r0, lane), a.mul(i, stride));
-        std::array<V, 2> next = x;
-        for (int64_t u = 0; u < unroll; ++u) {
-          V q = a.smin(a.add(base, u * lanes), r1);
-          auto [lo, hi] = interval(q);
-          auto misses = a.bitOr(a.slt(k1, lo), a.slt(hi, k0));
-          next = {a.select(misses, next[0], a.smin(next[0], q)),
-                  a.select(misses, next[1], a.smax(next[1], q))};
-        }
-        return next;
-      });
-  return {found[0], found[1]};
+  std::array<V, n> init;
+  init[0] = a.add(r1, 1);
+  init[1] = a.sub(r0, a.i32(1));
+  if constexpr (counted)
+    init[2] = a.i32(0);
+  return loop(steps, init, [&](V i, const std::array<V, n> &x) {
+    V base = a.add(a.add(r0, lane), a.mul(i, stride));
+    std::array<V, n> next = x;
+    for (int64_t u = 0; u < unroll; ++u) {
+      V unclamped = a.add(base, u * lanes);
+      V q = a.smin(unclamped, r1);
+      auto [lo, hi] = interval(q);
+      auto misses = a.bitOr(a.slt(k1, lo), a.slt(hi, k0));
+      next[0] = a.select(misses, next[0], a.smin(next[0], q));
+      next[1] = a.select(misses, next[1], a.smax(next[1], q));
+      if constexpr (counted)
+        next[2] = a.select(a.bitOr(misses, a.slt(r1, unclamped)), next[2],
+                           a.add(next[2], 1));
+    }
+    return next;
+  });
+}
+
+/// Rows [first, last] (lanes reduced) of `count` meeting rows, if they are
+/// one run; otherwise none (last + 1, last).
+template <typename A, typename V>
+std::pair<V, V> wholeRunOrNone(A &a, V first, V last, V count) {
+  V span = a.add(a.sub(last, first), a.i32(1));
+  auto differs = a.bitOr(a.slt(count, span), a.slt(span, count));
+  return {a.select(differs, a.add(last, a.i32(1)), first), last};
+}
+
+/// The query tiles whose every row is in [first, last] (empty when last <
+/// first), as [begin, end) with begin <= end; first >= 0 when not empty.
+template <typename A, typename V>
+std::pair<V, V> rowsToWholeQueryTiles(A &a, V first, V last, int64_t tileM) {
+  V begin = ceilDiv(a, a.smax(first, a.i32(0)), tileM);
+  V end = floorDiv(a, a.add(last, a.i32(1)), tileM);
+  return {begin, a.smax(begin, end)};
 }
 
 /// The query tiles [begin, end) of `within` that hold a row of [first,

@@ -17,6 +17,7 @@
 #include <functional>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -426,8 +427,8 @@ TEST(KVBoundsTest, QueryTilesMatchBruteForce) {
           for (int64_t lane = 0; lane < 32; ++lane) {
             auto rows = scanMeetingRows<decltype(unroll)::value>(
                 a, r0, r1, k0, k1, lane, 32, interval, hostLoop);
-            first = std::min(first, rows.first);
-            last = std::max(last, rows.second);
+            first = std::min(first, rows[0]);
+            last = std::max(last, rows[1]);
           }
           auto [begin, end] =
               rowsToQueryTiles(a, first, last, withinBegin, withinEnd, tileM);
@@ -436,6 +437,70 @@ TEST(KVBoundsTest, QueryTilesMatchBruteForce) {
         };
         scan(std::integral_constant<int64_t, 1>());
         scan(std::integral_constant<int64_t, 4>());
+
+        // The rows that keep the whole tile (query_range exact): lo <= k0
+        // and hi >= k1. Brute force: the set, whether it is one run, and
+        // the tiles of `within` whose every row (all below seqlen_q) is in
+        // it.
+        std::vector<int64_t> covering;
+        for (int64_t q = r0; q <= r1; ++q) {
+          auto [lo, hi] = mask.interval(q);
+          if (lo <= k0 && hi >= k1)
+            covering.push_back(q);
+        }
+        bool oneRun = !covering.empty() &&
+                      covering.back() - covering.front() + 1 ==
+                          int64_t(covering.size());
+        auto wholeTiles = [&](int64_t first, int64_t last) {
+          auto [begin, end] = rowsToWholeQueryTiles(a, first, last, tileM);
+          begin = std::min(std::max(begin, withinBegin), withinEnd);
+          end = std::max(begin, std::min(end, withinEnd));
+          return std::make_pair(begin, end);
+        };
+        std::set<int64_t> wantWhole;
+        for (int64_t m = withinBegin; m < withinEnd; ++m) {
+          bool whole = (m + 1) * tileM - 1 <= r1;
+          for (int64_t q = m * tileM; whole && q < (m + 1) * tileM; ++q)
+            whole = std::find(covering.begin(), covering.end(), q) !=
+                    covering.end();
+          if (whole)
+            wantWhole.insert(m);
+        }
+        if (mask.monotone) {
+          // Monotone intervals: one run (or none), found by bisection.
+          EXPECT_TRUE(covering.empty() || oneRun) << what;
+          auto [first, last] =
+              bisectCoveringRows(a, r0, r1, k0, k1, mask.interval, hostLoop);
+          if (covering.empty()) {
+            EXPECT_LT(last, first) << what << " (covering bisection)";
+          } else {
+            EXPECT_EQ(first, covering.front()) << what << " (covering)";
+            EXPECT_EQ(last, covering.back()) << what << " (covering)";
+          }
+          auto [begin, end] = wholeTiles(first, last);
+          std::set<int64_t> got;
+          for (int64_t m = begin; m < end; ++m)
+            got.insert(m);
+          EXPECT_EQ(got, wantWhole) << what << " (whole tiles)";
+        }
+        // The counted scan, lanes reduced: the run where the covering rows
+        // are one, none otherwise.
+        int64_t first = r1 + 1, last = r0 - 1, count = 0;
+        for (int64_t lane = 0; lane < 32; ++lane) {
+          auto rows = scanMeetingRows<4, true>(a, r0, r1, k1, k0, lane, 32,
+                                               mask.interval, hostLoop);
+          first = std::min(first, rows[0]);
+          last = std::max(last, rows[1]);
+          count += rows[2];
+        }
+        EXPECT_EQ(count, int64_t(covering.size())) << what << " (count)";
+        auto [runFirst, runLast] = wholeRunOrNone(a, first, last, count);
+        if (oneRun) {
+          EXPECT_EQ(runFirst, covering.front()) << what << " (run)";
+          EXPECT_EQ(runLast, covering.back()) << what << " (run)";
+        } else {
+          EXPECT_LT(runLast, runFirst) << what << " (no run)";
+        }
       }
     }
   }
