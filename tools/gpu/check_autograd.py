@@ -270,17 +270,20 @@ def run_masks():
     gen = torch.Generator().manual_seed(25)
     ok = True
     print("\nmask_mod backward (evaluated at every entry of the tiles "
-          "visited)")
+          "visited that it does not keep whole)")
     # (mask, causal, (Sq, Sk), the dQ paths): document ids (a captured
-    # int32 tensor, no key interval), then masks with one.
+    # int32 tensor, no key interval: the run-time block mask, per head in
+    # document_heads), then masks with one.
     for mask, causal, (Sq, Sk), dets in [
-            ("document", True, (300, 300), (False,)),
+            ("document", True, (300, 300), (False, True)),
+            ("document", True, (700, 700), (False, True)),
+            ("document_heads", True, (600, 600), (False, True)),
             ("chunked", True, (700, 700), (False, True)),
             ("chunked", True, (300, 700), (False, True)),
             ("falling", False, (333, 260), (False, True)),
             ("head_window", False, (600, 600), (False, True))]:
         B, Hq, Hkv, d = 2, 4, 2, 64
-        if mask == "document":
+        if mask.startswith("document"):
             H.DOC = torch.sort(torch.randint(0, 4, (B, Sq), generator=gen),
                                1).values.to(torch.int32)
         q = rand(gen, (B, Hq, Sq, d), torch.bfloat16).requires_grad_()
@@ -291,7 +294,7 @@ def run_masks():
         _, _, *refs = ftgpu.reference.attention_grads(
             *(x.detach().transpose(1, 2) for x in (q, k, v)),
             do.transpose(1, 2), d ** -0.5, causal=causal, mask_mod=fn)
-        if mask == "document":
+        if mask.startswith("document"):
             H.DOC = H.DOC.to(DEV)
         for det in dets:
             # Each run starts from no gradient: backward() adds into .grad.

@@ -35,6 +35,14 @@ def document(b, h, q_idx, kv_idx):
     return DOC[b, q_idx] == DOC[b, kv_idx]
 
 
+def document_heads(b, h, q_idx, kv_idx):
+    """Document ids for every query head but the first, which sees every
+    key: no key interval, and per head, so the backward's block mask of a
+    KV tile keeps the tiles any head of the GQA group keeps a key of and
+    runs unmasked only those every head keeps whole."""
+    return (DOC[b, q_idx] == DOC[b, kv_idx]) | (h == 0)
+
+
 def prefix_lm(b, h, q_idx, kv_idx):
     return (kv_idx <= q_idx) | (kv_idx < PREFIX)
 
