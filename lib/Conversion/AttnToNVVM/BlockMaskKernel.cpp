@@ -144,6 +144,110 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
   LLVM::ReturnOp::create(rewriter, loc, ValueRange());
 }
 
+/// What both range kernels start from: the kernel function, one thread
+/// per tile of the grid's x axis (`tile`, of query tiles or KV tiles), the
+/// head of the y axis (0 unless the mask is per head) and the batch.
+struct RangesKernel {
+  LLVM::LLVMFuncOp func;
+  Value tile, head, batch, seqlenQ, seqlenK;
+};
+RangesKernel startRangesKernel(OpBuilder &b, Emitter &e, KernelOp kernel,
+                               BlockRangesOp ranges, Location loc) {
+  RangesKernel k;
+  k.func = createKernelFunc(b, kernel, getBlockMaskNames(ranges).rangesSuffix,
+                            kBlockRangesThreads, loc);
+  Type i32 = b.getI32Type();
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
+  k.tile = e.add(
+      e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kBlockRangesThreads), tid);
+  k.head = ranges.getPerHead() ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
+                               : e.i32(0);
+  k.batch = NVVM::BlockIdZOp::create(b, loc, i32);
+  k.seqlenQ = getKernelParam(k.func, abi::kQuerySide.rows);
+  k.seqlenK = getKernelParam(k.func, abi::kKeySide.rows);
+  return k;
+}
+
+/// The blocks of a range kernel's scan, appended to `func`: `start`
+/// (entered from the current block when `inGrid`, else `exit`), `header`
+/// (the scan state as its arguments), `body`, `done` and `exit`. Leaves
+/// the builder at the end of `start`.
+struct ScanBlocks {
+  Block *start, *header, *body, *done, *exit;
+};
+ScanBlocks createScanBlocks(OpBuilder &b, LLVM::LLVMFuncOp func,
+                            TypeRange state, Value inGrid, Location loc) {
+  Block *entry = b.getInsertionBlock();
+  Region &body = func.getBody();
+  ScanBlocks s;
+  s.start = b.createBlock(&body, body.end());
+  SmallVector<Location> locs(state.size(), loc);
+  s.header = b.createBlock(&body, body.end(), state, locs);
+  s.body = b.createBlock(&body, body.end());
+  s.done = b.createBlock(&body, body.end());
+  s.exit = b.createBlock(&body, body.end());
+  b.setInsertionPointToEnd(entry);
+  LLVM::CondBrOp::create(b, loc, inGrid, s.start, s.exit);
+  b.setInsertionPointToEnd(s.start);
+  return s;
+}
+
+/// A range kernel's scan state (-1: none yet): the first and last kept
+/// tiles, where the current run of whole tiles started, and the longest
+/// run [bestBegin, bestEnd).
+struct RunState {
+  Value firstAny, lastAny, runStart, bestBegin, bestEnd;
+};
+/// The state after tile `n` with its verdict (kept: anyTile, whole:
+/// allTile); with `commit`, only where it holds (the key grid takes a
+/// tile's verdict at the group's last head).
+RunState advanceRun(OpBuilder &b, Emitter &e, Location loc, RunState s,
+                    Value n, Value anyTile, Value allTile,
+                    Value commit = Value()) {
+  Value none = e.i32(-1);
+  if (commit) {
+    anyTile = LLVM::AndOp::create(b, loc, anyTile, commit);
+    allTile = LLVM::AndOp::create(b, loc, allTile, commit);
+  }
+  Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, s.firstAny, none);
+  RunState next;
+  next.firstAny = e.select(LLVM::AndOp::create(b, loc, anyTile, noneYet), n,
+                           s.firstAny);
+  next.lastAny = e.select(anyTile, n, s.lastAny);
+  Value noRun = e.cmp(LLVM::ICmpPredicate::eq, s.runStart, none);
+  Value runFrom = e.select(noRun, n, s.runStart);
+  next.runStart = e.select(allTile, runFrom, none);
+  if (commit)
+    next.runStart = e.select(commit, next.runStart, s.runStart);
+  Value longer = LLVM::AndOp::create(
+      b, loc, allTile,
+      e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(n, 1), runFrom),
+            e.sub(s.bestEnd, s.bestBegin)));
+  next.bestBegin = e.select(longer, runFrom, s.bestBegin);
+  next.bestEnd = e.select(longer, e.add(n, 1), s.bestEnd);
+  return next;
+}
+
+/// Writes the entry of `tile` from the final scan state: [begin, end)
+/// from the first and last kept tiles (empty at `empty` when none), the
+/// whole run clamped into it.
+void writeRange(OpBuilder &b, Emitter &e, Location loc,
+                const RangesKernel &k, BlockRangesOp ranges,
+                const RunState &s, Value empty) {
+  Value none = e.i32(-1);
+  Value found = e.cmp(LLVM::ICmpPredicate::ne, s.firstAny, none);
+  Value begin = e.select(found, s.firstAny, empty);
+  Value end = e.select(found, e.add(s.lastAny, 1), empty);
+  Value wholeBegin = e.smax(begin, e.smin(s.bestBegin, end));
+  Value wholeEnd = e.smax(wholeBegin, e.smin(s.bestEnd, end));
+  Value rangeEntry =
+      getBlockRangesEntry(e, k.func, ranges, k.batch, k.head, k.tile);
+  Value out[] = {begin, wholeBegin, wholeEnd, end};
+  for (int64_t f = 0; f < kBlockRangesFields; ++f)
+    LLVM::StoreOp::create(b, loc, out[f], e.gep(rangeEntry, e.i32(4 * f)),
+                          /*alignment=*/4);
+}
+
 /// The block-mask range kernel: one thread per query tile scans the bytes
 /// of the KV tiles in its window's range, in order, kBlockTilesRowAlign at a
 /// time (byte loads of written bytes only), tracking the first and last tiles with a
@@ -153,40 +257,24 @@ void buildTilesKernel(KernelOp kernel, BlockRangesOp ranges) {
 void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Location loc = ranges.getLoc();
   OpBuilder b(kernel);
-  auto func = createKernelFunc(b, kernel, kBlockRangesKernelSuffix,
-                               kBlockRangesThreads, loc);
   Emitter e(b, loc);
+  RangesKernel k = startRangesKernel(b, e, kernel, ranges, loc);
   Type i32 = b.getI32Type();
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value mBlock = e.add(
-      e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kBlockRangesThreads), tid);
-  Value head = ranges.getPerHead()
-                   ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
-                   : e.i32(0);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
-  Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
+  Value mBlock = k.tile;
   Value mTiles =
-      emitPlanExpr(e, func, formula::queryTiles(ranges.getTileM(), false));
-  Block *entry = b.getInsertionBlock();
-  Block *start = b.createBlock(&func.getBody(), func.getBody().end());
+      emitPlanExpr(e, k.func, formula::queryTiles(ranges.getTileM(), false));
+  LLVM::LLVMFuncOp func = k.func;
   // header(chunk, firstAny, lastAny, runStart, bestBegin, bestEnd)
   SmallVector<Type> stateTypes(6, i32);
-  SmallVector<Location> locs(6, loc);
-  Block *header = b.createBlock(&func.getBody(), func.getBody().end(),
-                                stateTypes, locs);
-  Block *body = b.createBlock(&func.getBody(), func.getBody().end());
-  Block *done = b.createBlock(&func.getBody(), func.getBody().end());
-  Block *exit = b.createBlock(&func.getBody(), func.getBody().end());
-  b.setInsertionPointToEnd(entry);
-  LLVM::CondBrOp::create(b, loc, e.slt(mBlock, mTiles), start, exit);
-
-  b.setInsertionPointToEnd(start);
+  ScanBlocks blocks =
+      createScanBlocks(b, func, stateTypes, e.slt(mBlock, mTiles), loc);
+  Block *header = blocks.header, *body = blocks.body, *done = blocks.done,
+        *exit = blocks.exit;
   KVTileRange<Value> window = computeKVTileRange(
-      e, mBlock, seqlenQ, seqlenK, getTiling(kernel, ranges));
+      e, mBlock, k.seqlenQ, k.seqlenK, getTiling(kernel, ranges));
   Value none = e.i32(-1);
   Value rowStart =
-      getBlockTileEntry(e, func, ranges, batch, head, mBlock, e.i32(0));
+      getBlockTileEntry(e, func, ranges, k.batch, k.head, mBlock, e.i32(0));
   LLVM::BrOp::create(b, loc,
                      ValueRange{e.udiv(window.begin, kBlockTilesRowAlign),
                                 none, none, none, e.i32(0), e.i32(0)},
@@ -200,9 +288,9 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   b.setInsertionPointToEnd(body);
   Type i8 = b.getI8Type();
   Value lastInWindow = e.sub(window.end, e.i32(1));
-  Value firstAny = header->getArgument(1), lastAny = header->getArgument(2);
-  Value runStart = header->getArgument(3);
-  Value bestBegin = header->getArgument(4), bestEnd = header->getArgument(5);
+  RunState state{header->getArgument(1), header->getArgument(2),
+                 header->getArgument(3), header->getArgument(4),
+                 header->getArgument(5)};
   for (int64_t i = 0; i < kBlockTilesRowAlign; ++i) {
     Value n = e.add(first, i);
     // Only bytes the tiles kernel wrote are read: a byte of the chunk
@@ -222,36 +310,19 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
       return LLVM::AndOp::create(b, loc, set, inRange);
     };
     Value anyTile = bit(kBlockTileAnyKept), allTile = bit(kBlockTileAllKept);
-    Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, firstAny, none);
-    firstAny = e.select(LLVM::AndOp::create(b, loc, anyTile, noneYet), n,
-                        firstAny);
-    lastAny = e.select(anyTile, n, lastAny);
-    Value noRun = e.cmp(LLVM::ICmpPredicate::eq, runStart, none);
-    Value runFrom = e.select(noRun, n, runStart);
-    runStart = e.select(allTile, runFrom, none);
-    Value longer = LLVM::AndOp::create(
-        b, loc, allTile,
-        e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(n, 1), runFrom),
-              e.sub(bestEnd, bestBegin)));
-    bestBegin = e.select(longer, runFrom, bestBegin);
-    bestEnd = e.select(longer, e.add(n, 1), bestEnd);
+    state = advanceRun(b, e, loc, state, n, anyTile, allTile);
   }
   LLVM::BrOp::create(b, loc,
-                     ValueRange{e.add(chunk, 1), firstAny, lastAny, runStart,
-                                bestBegin, bestEnd},
+                     ValueRange{e.add(chunk, 1), state.firstAny, state.lastAny,
+                                state.runStart, state.bestBegin, state.bestEnd},
                      header);
 
   b.setInsertionPointToEnd(done);
-  Value found = e.cmp(LLVM::ICmpPredicate::ne, header->getArgument(1), none);
-  Value begin = e.select(found, header->getArgument(1), window.begin);
-  Value end = e.select(found, e.add(header->getArgument(2), 1), window.begin);
-  Value wholeBegin = e.smax(begin, e.smin(header->getArgument(4), end));
-  Value wholeEnd = e.smax(wholeBegin, e.smin(header->getArgument(5), end));
-  Value rangeEntry = getBlockRangesEntry(e, func, ranges, batch, head, mBlock);
-  Value out[] = {begin, wholeBegin, wholeEnd, end};
-  for (int64_t f = 0; f < kBlockRangesFields; ++f)
-    LLVM::StoreOp::create(b, loc, out[f], e.gep(rangeEntry, e.i32(4 * f)),
-                          /*alignment=*/4);
+  writeRange(b, e, loc, k, ranges,
+             RunState{header->getArgument(1), header->getArgument(2),
+                      header->getArgument(3), header->getArgument(4),
+                      header->getArgument(5)},
+             window.begin);
   LLVM::BrOp::create(b, loc, ValueRange(), exit);
   b.setInsertionPointToEnd(exit);
   LLVM::ReturnOp::create(b, loc, ValueRange());
@@ -270,19 +341,11 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
 void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Location loc = ranges.getLoc();
   OpBuilder b(kernel);
-  auto func = createKernelFunc(b, kernel, kKeyGridRangesKernelSuffix,
-                               kBlockRangesThreads, loc);
   Emitter e(b, loc);
+  RangesKernel k = startRangesKernel(b, e, kernel, ranges, loc);
+  LLVM::LLVMFuncOp func = k.func;
   Type i1 = b.getI1Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
-  Value tid = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value nBlock = e.add(
-      e.mul(NVVM::BlockIdXOp::create(b, loc, i32), kBlockRangesThreads), tid);
-  Value kvHead = ranges.getPerHead()
-                     ? Value(NVVM::BlockIdYOp::create(b, loc, i32))
-                     : e.i32(0);
-  Value batch = NVVM::BlockIdZOp::create(b, loc, i32);
-  Value seqlenQ = getKernelParam(func, abi::kQuerySide.rows);
-  Value seqlenK = getKernelParam(func, abi::kKeySide.rows);
+  Value nBlock = k.tile;
   int64_t tileN = ranges.getTileN();
   Value nTiles = emitPlanExpr(
       e, func, formula::keyTiles(tileN, plan::Expr::named(abi::kKeySide.rows)));
@@ -292,26 +355,18 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
     group = LLVM::UDivOp::create(b, loc,
                                  getKernelParam(func, abi::kQuerySide.heads),
                                  getKernelParam(func, abi::kKeySide.heads));
-    head0 = e.mul(kvHead, group);
+    head0 = e.mul(k.head, group);
   }
-  Block *entry = b.getInsertionBlock();
-  Block *start = b.createBlock(&func.getBody(), func.getBody().end());
   // header(t, tileAny, tileAll, firstAny, lastAny, runStart, bestBegin,
   // bestEnd)
   SmallVector<Type> stateTypes = {i32, i1, i1, i32, i32, i32, i32, i32};
-  SmallVector<Location> locs(stateTypes.size(), loc);
-  Block *header = b.createBlock(&func.getBody(), func.getBody().end(),
-                                stateTypes, locs);
-  Block *body = b.createBlock(&func.getBody(), func.getBody().end());
-  Block *done = b.createBlock(&func.getBody(), func.getBody().end());
-  Block *exit = b.createBlock(&func.getBody(), func.getBody().end());
-  b.setInsertionPointToEnd(entry);
-  LLVM::CondBrOp::create(b, loc, e.slt(nBlock, nTiles), start, exit);
-
-  b.setInsertionPointToEnd(start);
+  ScanBlocks blocks =
+      createScanBlocks(b, func, stateTypes, e.slt(nBlock, nTiles), loc);
+  Block *header = blocks.header, *body = blocks.body, *done = blocks.done,
+        *exit = blocks.exit;
   KVTiling tiling = getTiling(kernel, ranges);
   KeyGridTiles<Value> window =
-      computeQueryTilesOfKeys(e, nBlock, seqlenQ, seqlenK, tiling);
+      computeQueryTilesOfKeys(e, nBlock, k.seqlenQ, k.seqlenK, tiling);
   Value none = e.i32(-1);
   Value no = LLVM::ConstantOp::create(b, loc, i1, 0);
   Value yes = LLVM::ConstantOp::create(b, loc, i1, 1);
@@ -330,7 +385,7 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   Value g = e.sub(t, e.mul(m, group));
   // Whether the tiles kernel wrote byte (m, n): n in m's window range.
   KVTileRange<Value> kvWindow =
-      computeKVTileRange(e, m, seqlenQ, seqlenK, tiling);
+      computeKVTileRange(e, m, k.seqlenQ, k.seqlenK, tiling);
   Value written = LLVM::AndOp::create(b, loc, e.sge(nBlock, kvWindow.begin),
                                       e.slt(nBlock, kvWindow.end));
   // Only written bytes are read (initcheck-clean): the others are 0.
@@ -340,8 +395,8 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   LLVM::CondBrOp::create(b, loc, written, read, ValueRange(), join,
                          ValueRange{e.i32(0)});
   b.setInsertionPointToEnd(read);
-  Value address = getBlockTileEntry(e, func, ranges, batch, e.add(head0, g),
-                                    m, nBlock);
+  Value address = getBlockTileEntry(e, func, ranges, k.batch,
+                                    e.add(head0, g), m, nBlock);
   LLVM::BrOp::create(
       b, loc,
       ValueRange{LLVM::ZExtOp::create(
@@ -358,46 +413,29 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
       LLVM::OrOp::create(b, loc, header->getArgument(1), bit(kBlockTileAnyKept));
   Value allTile = LLVM::AndOp::create(b, loc, header->getArgument(2),
                                       bit(kBlockTileAllKept));
-  // The group's last head: the tile's verdict joins the ranges.
+  // The group's last head: the tile's verdict joins the ranges, and the
+  // next tile starts from no head's verdict.
   Value last = e.cmp(LLVM::ICmpPredicate::eq, g, e.sub(group, e.i32(1)));
-  Value firstAny = header->getArgument(3), lastAny = header->getArgument(4);
-  Value runStart = header->getArgument(5);
-  Value bestBegin = header->getArgument(6), bestEnd = header->getArgument(7);
-  Value kept = LLVM::AndOp::create(b, loc, anyTile, last);
-  Value whole = LLVM::AndOp::create(b, loc, allTile, last);
-  Value noneYet = e.cmp(LLVM::ICmpPredicate::eq, firstAny, none);
-  Value nextFirst =
-      e.select(LLVM::AndOp::create(b, loc, kept, noneYet), m, firstAny);
-  Value nextLast = e.select(kept, m, lastAny);
-  Value noRun = e.cmp(LLVM::ICmpPredicate::eq, runStart, none);
-  Value runFrom = e.select(noRun, m, runStart);
-  Value nextRun = e.select(last, e.select(whole, runFrom, none), runStart);
-  Value longer = LLVM::AndOp::create(
-      b, loc, whole,
-      e.cmp(LLVM::ICmpPredicate::sgt, e.sub(e.add(m, 1), runFrom),
-            e.sub(bestEnd, bestBegin)));
-  Value nextBegin = e.select(longer, runFrom, bestBegin);
-  Value nextEnd = e.select(longer, e.add(m, 1), bestEnd);
-  // A new tile starts from no head's verdict.
+  RunState state = advanceRun(
+      b, e, loc,
+      RunState{header->getArgument(3), header->getArgument(4),
+               header->getArgument(5), header->getArgument(6),
+               header->getArgument(7)},
+      m, anyTile, allTile, last);
   Value nextAny = e.select(last, no, anyTile);
   Value nextAll = e.select(last, yes, allTile);
   LLVM::BrOp::create(b, loc,
-                     ValueRange{e.add(t, 1), nextAny, nextAll, nextFirst,
-                                nextLast, nextRun, nextBegin, nextEnd},
+                     ValueRange{e.add(t, 1), nextAny, nextAll, state.firstAny,
+                                state.lastAny, state.runStart,
+                                state.bestBegin, state.bestEnd},
                      header);
 
   b.setInsertionPointToEnd(done);
-  Value found = e.cmp(LLVM::ICmpPredicate::ne, header->getArgument(3), none);
-  Value begin = e.select(found, header->getArgument(3), window.begin);
-  Value end = e.select(found, e.add(header->getArgument(4), 1), window.begin);
-  Value wholeBegin = e.smax(begin, e.smin(header->getArgument(6), end));
-  Value wholeEnd = e.smax(wholeBegin, e.smin(header->getArgument(7), end));
-  Value rangeEntry =
-      getBlockRangesEntry(e, func, ranges, batch, kvHead, nBlock);
-  Value out[] = {begin, wholeBegin, wholeEnd, end};
-  for (int64_t f = 0; f < kBlockRangesFields; ++f)
-    LLVM::StoreOp::create(b, loc, out[f], e.gep(rangeEntry, e.i32(4 * f)),
-                          /*alignment=*/4);
+  writeRange(b, e, loc, k, ranges,
+             RunState{header->getArgument(3), header->getArgument(4),
+                      header->getArgument(5), header->getArgument(6),
+                      header->getArgument(7)},
+             window.begin);
   LLVM::BrOp::create(b, loc, ValueRange(), exit);
   b.setInsertionPointToEnd(exit);
   LLVM::ReturnOp::create(b, loc, ValueRange());
