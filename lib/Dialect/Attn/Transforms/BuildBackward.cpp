@@ -842,10 +842,14 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
       // What the interval does not bound, the run-time block mask of the
       // group's heads does: tiles no head keeps a key of are never
       // visited, and those every head keeps whole need no mask_mod.
+      // Its whole tiles certify the mask_mod, so within the interval's
+      // tiles they need only the window's: not the query_range's unmasked
+      // ones, none where the interval is inexact.
       TileBuilder::Block keys = blk;
       keys.head = blk.kvHead;
-      BlockRangesOp ranges = buildBlockMask(t, kernel, keys, range, tileM,
-                                            tileN, /*keyGrid=*/true);
+      BlockRangesOp ranges = buildBlockMask(
+          t, kernel, keys, {range.begin, whole.begin, whole.end, range.end},
+          tileM, tileN, /*keyGrid=*/true);
       range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
                ranges.getUnmaskedEnd(), ranges.getEnd()};
     } else if (failed(exact) || !*exact) {

@@ -282,3 +282,33 @@ attn.kernel @packed arch(#attn.arch<sm_120>) attributes {arg_names = ["seq", "st
     attn.yield %keep : i1
   }
 }
+
+// -----
+
+// A mask_mod with an inexact key interval (causal, and document ids): the
+// main kernel's query_range bounds the query tiles (bisection, not exact:
+// it certifies no tile whole), and the run-time block mask refines them.
+// The block mask certifies the mask_mod, so its whole tiles are taken
+// within the window's unmasked ones, not the query_range's (none).
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+!doc = memref<?x?xi32, strided<[?, ?]>>
+// CHECK-LABEL: attn.kernel @causal_document_bwd_main
+// CHECK:         %[[B:[^,]+]], %{{[^,]+}}, %{{[^,]+}}, %[[E:[^ ]+]] = attn.query_range %m_block, %batch, %head, %{{.*}} attributes {tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:         attn.block_ranges %m_block, %batch, %kv_head, %seqlen_q within %[[B]], %{{[0-9]+}}, %{{[0-9]+}}, %[[E]] attributes {key_grid, tile_m = 64 : i64, tile_n = 64 : i64} {
+// CHECK:         attn.kv_loop {{.*}} attributes {masked}
+// CHECK:         attn.kv_loop
+// CHECK-LABEL: attn.kernel @causal_document_bwd_convert
+attn.kernel @causal_document arch(#attn.arch<sm_120>) attributes {arg_names = ["doc"]} {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse, %doc: !doc):
+  attn.attention %q, %k, %v -> %o, %lse : !t, !t, !t -> !t, !lse
+  mask_mod {
+  ^bb0(%b: index, %h: index, %i: index, %j: index):
+    %di = memref.load %doc[%b, %i] : !doc
+    %dj = memref.load %doc[%b, %j] : !doc
+    %same = arith.cmpi eq, %di, %dj : i32
+    %causal = arith.cmpi sle, %j, %i : index
+    %keep = arith.andi %causal, %same : i1
+    attn.yield %keep : i1
+  }
+}

@@ -5,16 +5,21 @@
 // with the public tile builder as the forward's expansion is:
 //   1. <name>_bwd_preprocess (query tiles): D = rowsum(dO * O) into the
 //      workspace `d`, and for a mask_mod whose key interval is not known to
-//      be monotone, the tile's KV tiles into `kv_first` / `kv_end`;
+//      be monotone, the tile's KV tiles into `kv_first` / `kv_end` (and
+//      when the interval is exact, its unmasked ones into
+//      `kv_unmasked_first` / `kv_unmasked_end`);
 //   2. <name>_bwd_main (grid = "keys"): block (n, h_kv, b) keeps key tile n
 //      of K and V in shared memory and dK, dV in registers, and walks the
 //      query tiles that see it, of every query head of h_kv's group (GQA's
 //      dK / dV are reduced over the group in the registers' f32, never
 //      through an expanded copy); dQ goes to the f32 workspace `dq_accum`
-//      by f32 atomics;
+//      by f32 atomics; a mask_mod with no exact key interval adds a
+//      run-time block mask of the group (attn.block_ranges key_grid) whose
+//      kernels run before it;
 //   3. <name>_bwd_convert (query tiles): dq_accum rounded into dQ.
 // The family's tensors are the forward's q, k, v, o, lse and the upstream
-// do, the workspaces d (kv_first, kv_end) and dq_accum, and the gradients
+// do, the workspaces d (kv_first, kv_end, kv_unmasked_first,
+// kv_unmasked_end) and dq_accum, and the gradients
 // dq, dk, dv. The
 // deterministic family (BackwardOptions::deterministic) computes dQ in a
 // query-parallel <name>_bwd_dq kernel instead of 2.'s atomics and 3., and
