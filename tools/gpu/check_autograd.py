@@ -700,7 +700,70 @@ def run_speed():
               f"{tflops['flashtile']:9.1f} {tflops['fa2']:7.1f} "
               f"{tflops['cudnn']:7.1f} {tflops['flex']:7.1f} "
               f"{tflops['flashtile'] / tflops['fa2']:7.2f}")
+    speed_hooks(flex, create_block_mask, gen)
     return True
+
+
+def speed_hooks(flex, create_block_mask, gen):
+    """The issue's hook figures: forward + backward at d = 128, S = 4096,
+    causal, bf16, next to FlexAttention on the same inputs and hooks (the
+    py_hooks functions serve both): plain, softcap, ALiBi, a learned T5
+    bias table (its gradient derived too), and document ids (FlashTile's
+    run-time block mask; Flex's BlockMask of causal and documents). Each
+    one's time over its own plain call, and FlashTile's speed over
+    Flex's."""
+    S, d, Hh = 4096, 128, 16
+    B = 32768 // S
+    q = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+    k = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+    v = rand(gen, (B, Hh, S, d), torch.bfloat16).requires_grad_()
+    do = rand(gen, (B, Hh, S, d), torch.bfloat16)
+    H.SLOPES = (torch.rand(Hh, generator=gen) * -0.5).to(DEV)
+    bias = torch.randn(Hh, 32, generator=gen).to(DEV).requires_grad_()
+    H.DOC = torch.sort(torch.randint(0, 8, (B, S), generator=gen),
+                       1).values.to(torch.int32).to(DEV)
+    causal_block = create_block_mask(lambda b, h, qi, ki: ki <= qi, None,
+                                     None, S, S, device=DEV)
+    doc_block = create_block_mask(
+        lambda b, h, qi, ki: (ki <= qi) & (H.DOC[b, qi] == H.DOC[b, ki]), B,
+        None, S, S, device=DEV)
+    variants = [("plain", None, None, ()), ("softcap", H.softcap, None, ()),
+                ("alibi", H.alibi, None, ()),
+                ("relative_bias (dBIAS)", H.relative_bias, None, (bias,)),
+                ("document", None, H.document, ())]
+    print(f"\nhooks, forward + backward, bf16 d={d} S={S} B={B} H={Hh} causal "
+          f"(ms; x its plain call)")
+    print(f"{'variant':24} {'flashtile':>16} {'flex':>16} {'ft vs flex':>10}")
+    plain = {}
+    for name, score_mod, mask_mod, extra in variants:
+        H.BIAS = bias
+
+        def step(fn):
+            out = fn()
+            torch.autograd.grad(out, (q, k, v) + extra, do)
+
+        def ours():
+            return flashtile.attention(q, k, v, causal=True,
+                                       score_mod=score_mod, mask_mod=mask_mod,
+                                       arch=ARCH)
+
+        def theirs():
+            return flex(q, k, v, score_mod=score_mod,
+                        block_mask=doc_block if mask_mod else causal_block)
+        ms = {}
+        for who, fn in (("flashtile", ours), ("flex", theirs)):
+            try:
+                ms[who] = ftgpu.timing.time_ms(lambda: step(fn))
+            except Exception as e:  # noqa: BLE001
+                print(f"  {who} {name} failed: {type(e).__name__} "
+                      f"{str(e)[:200]}")
+                ms[who] = math.nan
+        if name == "plain":
+            plain = dict(ms)
+        cells = [f"{ms[w]:7.2f} ({ms[w] / plain[w]:4.2f}x)"
+                 for w in ("flashtile", "flex")]
+        print(f"{name:24} {cells[0]:>16} {cells[1]:>16} "
+              f"{ms['flex'] / ms['flashtile']:10.2f}")
 
 
 def main():
