@@ -27,7 +27,9 @@ backward family (score_mod gradients derived by the compiler).
              few AdamW steps with both, losses side by side; LoRA through
              peft the same way.
   speed      one forward + backward through autograd next to SDPA's flash
-             and cuDNN backends and FlexAttention, same inputs.
+             and cuDNN backends and FlexAttention, same inputs; then the
+             hooks (softcap, ALiBi, a learned T5 bias, document ids) next
+             to FlexAttention, each over its own plain call.
 
 Runs the runtime-only package: every kernel (forward and backward) comes
 from the cache prebuilt on the build machine (tools/gpu/py_kernels.json).
