@@ -288,13 +288,18 @@ def flag_set(rng):
 # --- Tile-level IR --------------------------------------------------------------
 
 # Backward families whose tile programs seed the tile-level cases: the
-# chosen shape, and KV warps that split columns (8 and 16 warps).
+# chosen shape, KV warps that split columns (8 and 16 warps), and masks
+# (document ids: the key grid's block mask and, deterministic, the dQ
+# kernel's; chunks: an exact interval's query_range with whole tiles).
 BACKWARD_SEEDS = [
     ["--direction=bwd", "--head-dim=64", "--causal"],
     ["--direction=bwd", "--head-dim=64", "--tile-m=64", "--tile-n=64",
      "--warps=8", "--kv-warps=2", "--stages=2"],
     ["--direction=bwd", "--head-dim=128", "--tile-m=64", "--tile-n=64",
      "--warps=16", "--kv-warps=4", "--stages=1", "--deterministic"],
+    [os.path.join(ROOT, "dsl", "examples", "document_mask.mlir"),
+     "--direction=bwd", "--deterministic"],
+    [os.path.join(ROOT, "dsl", "examples", "chunked.mlir"), "--direction=bwd"],
 ]
 
 def mutate_tile(rng, text):
@@ -310,6 +315,12 @@ def mutate_tile(rng, text):
             value = rng.choice(["0", "-1", "1", "99999999", "16", "40", "128",
                                 str(int(m.group(2)) * 2)])
             return text[:m.start(2)] + value + text[m.end(2):]
+    if r < 0.42:
+        # A unit attribute dropped (key_grid, exact, per_head, masked, ...).
+        units = list(re.finditer(r"\b(key_grid|exact|per_head|scan_rows|masked|split_n), ?", text))
+        if units:
+            m = rng.choice(units)
+            return text[:m.start()] + text[m.end():]
     if r < 0.55 and body:
         del lines[rng.choice(body)]
     elif r < 0.7 and body:
