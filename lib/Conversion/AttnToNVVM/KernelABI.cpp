@@ -322,8 +322,13 @@ Expr formula::heads(bool perHead) {
   return perHead ? named(abi::kQuerySide.heads) : Expr::constant(1);
 }
 
-Expr formula::keyHeads(bool perHead) {
-  return perHead ? named(abi::kKeySide.heads) : Expr::constant(1);
+formula::BlockRangesAxes formula::blockRangesAxes(bool keyGrid, bool perHead,
+                                                  int64_t tileM, int64_t tileN,
+                                                  Expr seqlenK) {
+  if (keyGrid)
+    return {keyTiles(tileN, std::move(seqlenK)),
+            perHead ? named(abi::kKeySide.heads) : Expr::constant(1)};
+  return {queryTiles(tileM, /*packed=*/false), heads(perHead)};
 }
 
 Expr formula::blockTilesRowBytes(int64_t tileN, Expr seqlenK) {
@@ -433,12 +438,12 @@ static void setRowAxes(BlockRangesOp op, std::array<Expr, 3> &grid) {
 /// or 1, batch), or with key_grid (KV tiles, KV heads or 1, batch).
 static std::array<Expr, 3> getRangesEntries(BlockRangesOp op) {
   std::array<Expr, 3> entries;
-  setRowAxes(op, entries);
-  entries[kGridAxisMBlock] = queryTiles(op);
-  if (op.getKeyGrid()) {
-    entries[kGridAxisMBlock] = keyTiles(op);
-    entries[kGridAxisHead] = formula::keyHeads(op.getPerHead());
-  }
+  formula::BlockRangesAxes axes = formula::blockRangesAxes(
+      op.getKeyGrid(), op.getPerHead(), op.getTileM(), op.getTileN(),
+      getSeqlenK(op->getParentOfType<KernelOp>()));
+  entries[kGridAxisMBlock] = axes.tiles;
+  entries[kGridAxisHead] = axes.heads;
+  entries[kGridAxisBatch] = Expr::named(abi::kBatchSize);
   return entries;
 }
 

@@ -192,15 +192,11 @@ Value lowering::getWorkspaceParam(Operation *op, StringRef name) {
 Value lowering::getBlockRangesEntry(Emitter &e, LLVM::LLVMFuncOp func,
                                    BlockRangesOp op, Value batch, Value head,
                                    Value mBlock) {
-  bool keyGrid = op.getKeyGrid();
-  Value heads = emitPlanExpr(e, func,
-                             keyGrid ? formula::keyHeads(op.getPerHead())
-                                     : formula::heads(op.getPerHead()));
-  Value mTiles = emitPlanExpr(
-      e, func,
-      keyGrid ? formula::keyTiles(op.getTileN(),
-                                  plan::Expr::named(abi::kKeySide.rows))
-              : formula::queryTiles(op.getTileM(), false));
+  formula::BlockRangesAxes axes = formula::blockRangesAxes(
+      op.getKeyGrid(), op.getPerHead(), op.getTileM(), op.getTileN(),
+      plan::Expr::named(abi::kKeySide.rows));
+  Value heads = emitPlanExpr(e, func, axes.heads);
+  Value mTiles = emitPlanExpr(e, func, axes.tiles);
   Value index = e.add(e.mul(e.add(e.mul(batch, heads), head), mTiles), mBlock);
   Value workspace =
       getWorkspaceParam(func, getBlockMaskNames(op).rangesWorkspace);

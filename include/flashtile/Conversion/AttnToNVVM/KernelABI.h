@@ -169,8 +169,14 @@ plan::Expr queryTiles(int64_t tileM, bool packed);
 plan::Expr keyTiles(int64_t tileN, plan::Expr seqlenK);
 /// Query heads, or 1: the head axis of a per-head (or shared) workspace.
 plan::Expr heads(bool perHead);
-/// KV heads, or 1: the same, of a workspace per KV head.
-plan::Expr keyHeads(bool perHead);
+/// The tiles and heads axes of a block mask's ranges entries: per query
+/// tile and query head (or 1), or with keyGrid per KV tile and KV head (or
+/// 1).
+struct BlockRangesAxes {
+  plan::Expr tiles, heads;
+};
+BlockRangesAxes blockRangesAxes(bool keyGrid, bool perHead, int64_t tileM,
+                                int64_t tileN, plan::Expr seqlenK);
 /// Bytes of one query tile's row of kv_tiles: whole kBlockTilesRowAlign
 /// groups of key tiles.
 plan::Expr blockTilesRowBytes(int64_t tileN, plan::Expr seqlenK);
