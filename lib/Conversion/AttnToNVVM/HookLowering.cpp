@@ -83,8 +83,9 @@ struct ModifyScoresLowering : public AttnOpLoweringPattern<ModifyScoresOp> {
   }
 };
 
-/// Replaces `op` (attn.key_range or attn.block_ranges) with its `within`
-/// tile range intersected with `mask`, followed by `more` results.
+/// Replaces `op` (attn.key_range, attn.query_range or attn.block_ranges)
+/// with its `within` tile range intersected with `mask`, followed by `more`
+/// results.
 template <typename OpTy, typename Adaptor>
 static void replaceWithRefinedRange(ConversionPatternRewriter &rewriter,
                                     OpTy op, Adaptor adaptor, Emitter &e,
@@ -325,12 +326,9 @@ struct QueryRangeLowering : public AttnOpLoweringPattern<QueryRangeOp> {
           rowsToWholeQueryTiles(e, rows[2], rows[3], rowsPerTile);
     // No head (nothing to search): no whole tile either.
     wholeEnd = e.select(e.slt(e.i32(0), heads), wholeEnd, wholeBegin);
-    KVTileRange<Value> within{withinBegin, adaptor.getWithinUnmaskedBegin(),
-                              adaptor.getWithinUnmaskedEnd(), withinEnd};
-    KVTileRange<Value> range = intersectTileRanges(
-        e, within, KVTileRange<Value>{begin, wholeBegin, wholeEnd, end});
-    rewriter.replaceOp(op, {range.begin, range.unmaskedBegin,
-                            range.unmaskedEnd, range.end});
+    replaceWithRefinedRange(
+        rewriter, op, adaptor, e,
+        KVTileRange<Value>{begin, wholeBegin, wholeEnd, end});
     return success();
   }
 };
