@@ -279,23 +279,6 @@ struct BackwardBuilder {
     return emitHook(b, *maskMod, {batch, head, query, key}, &outside);
   }
 
-  /// A run-time block mask (attn.block_ranges) of the mask_mod over
-  /// `within`, with the hook cloned into it (the kernel's arguments read
-  /// through attn.kernel_arg: the op is isolated from above); `block`'s
-  /// head is the KV head with keyGrid.
-  BlockRangesOp buildBlockMask(TileBuilder &t, KernelOp kernel,
-                               const TileBuilder::Block &block,
-                               const TileBuilder::TileRange &within,
-                               int64_t tileM, int64_t tileN, bool keyGrid) {
-    bool perHead = !maskMod->front().getArgument(1).use_empty();
-    BlockRangesOp ranges =
-        t.blockRanges(block, within, tileM, tileN, perHead, keyGrid);
-    IRMapping mapping = outside;
-    maskMod->cloneInto(&ranges.getMaskMod(), mapping);
-    readKernelArgsThroughKernelArgOps(ranges.getMaskMod(), kernel);
-    return ranges;
-  }
-
   /// The exponent factor of P (probability's `c`): scale log2(e), or
   /// log2(e) alone with a score_mod, whose result the forward's softmax
   /// took unscaled.
@@ -697,10 +680,8 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
     // What the interval does not bound, the forward's run-time block mask
     // does.
     if (blockMask) {
-      BlockRangesOp ranges = buildBlockMask(t, kernel, blk, range, tileM,
-                                            tileN, /*keyGrid=*/false);
-      range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
-               ranges.getUnmaskedEnd(), ranges.getEnd()};
+      refineByBlockMask(t, kernel, *maskMod, blk, range, tileM, tileN,
+                        /*keyGrid=*/false, &outside);
       leftEdge = true;
       unmaskedNeedsMaskMod = false;
     }
@@ -847,11 +828,9 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
       // ones, none where the interval is inexact.
       TileBuilder::Block keys = blk;
       keys.head = blk.kvHead;
-      BlockRangesOp ranges = buildBlockMask(
-          t, kernel, keys, {range.begin, whole.begin, whole.end, range.end},
-          tileM, tileN, /*keyGrid=*/true);
-      range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
-               ranges.getUnmaskedEnd(), ranges.getEnd()};
+      range = {range.begin, whole.begin, whole.end, range.end};
+      refineByBlockMask(t, kernel, *maskMod, keys, range, tileM, tileN,
+                        /*keyGrid=*/true, &outside);
     } else if (failed(exact) || !*exact) {
       range.unmaskedEnd = range.unmaskedBegin;
     }

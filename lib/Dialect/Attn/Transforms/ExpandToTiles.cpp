@@ -198,14 +198,8 @@ void TileProgramBuilder::build() {
     // What the compiler cannot bound, a run-time block mask does (not in
     // the decode family: its tiles would need one per packed row).
     if (!packed && (failed(exact) || !*exact)) {
-      Region &mask = attention.getMaskMod();
-      bool perHead = !mask.front().getArgument(1).use_empty();
-      BlockRangesOp blockRanges =
-          t.blockRanges(blk, range, tileM, tileN, perHead,
-                        /*keyGrid=*/false);
-      cloneHook(kernel, mask, blockRanges.getMaskMod());
-      range = {blockRanges.getBegin(), blockRanges.getUnmaskedBegin(),
-               blockRanges.getUnmaskedEnd(), blockRanges.getEnd()};
+      refineByBlockMask(t, kernel, attention.getMaskMod(), blk, range, tileM,
+                        tileN, /*keyGrid=*/false);
       maskBounded = true;
       unmaskedNeedsMaskMod = false;
     }

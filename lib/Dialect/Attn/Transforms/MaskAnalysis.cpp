@@ -415,3 +415,18 @@ FailureOr<bool> attn::refineByQueryRange(TileBuilder &t, KernelOp kernel,
            queryRange.getUnmaskedEnd(), queryRange.getEnd()};
   return exact;
 }
+
+void attn::refineByBlockMask(TileBuilder &t, KernelOp kernel, Region &maskMod,
+                             const TileBuilder::Block &block,
+                             TileBuilder::TileRange &range, int64_t tileM,
+                             int64_t tileN, bool keyGrid,
+                             const IRMapping *outside) {
+  bool perHead = !maskMod.front().getArgument(1).use_empty();
+  BlockRangesOp ranges =
+      t.blockRanges(block, range, tileM, tileN, perHead, keyGrid);
+  IRMapping mapping = outside ? *outside : IRMapping();
+  maskMod.cloneInto(&ranges.getMaskMod(), mapping);
+  readKernelArgsThroughKernelArgOps(ranges.getMaskMod(), kernel);
+  range = {ranges.getBegin(), ranges.getUnmaskedBegin(),
+           ranges.getUnmaskedEnd(), ranges.getEnd()};
+}

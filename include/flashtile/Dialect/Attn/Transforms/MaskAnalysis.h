@@ -19,6 +19,8 @@
 #include "flashtile/Dialect/Attn/IR/Attn.h"
 #include "flashtile/Dialect/Attn/IR/TileBuilder.h"
 
+#include "mlir/IR/IRMapping.h"
+
 #include <optional>
 
 namespace flashtile::attn {
@@ -70,6 +72,19 @@ refineByQueryRange(TileBuilder &t, KernelOp kernel, mlir::Region &maskMod,
                    const TileBuilder::Block &block, mlir::Value head,
                    mlir::Value group, TileBuilder::TileRange &range,
                    int64_t tileM, int64_t tileN, mlir::ValueRange tables = {});
+
+/// Refines `range` (KV tiles of query tile block.mBlock, or with keyGrid
+/// query tiles of KV tile block.mBlock, whose block.head is then the KV
+/// head) by a run-time block mask of `maskMod`: an attn.block_ranges with
+/// the hook cloned in and `kernel`'s arguments read through
+/// attn.kernel_arg. `outside` maps what the hook reads to `kernel`'s
+/// arguments where the hook is another kernel's (the backward's is the
+/// forward's). The mask is per head when the hook reads the head.
+void refineByBlockMask(TileBuilder &t, KernelOp kernel, mlir::Region &maskMod,
+                       const TileBuilder::Block &block,
+                       TileBuilder::TileRange &range, int64_t tileM,
+                       int64_t tileN, bool keyGrid,
+                       const mlir::IRMapping *outside = nullptr);
 
 } // namespace flashtile::attn
 
