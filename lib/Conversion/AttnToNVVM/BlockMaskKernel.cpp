@@ -248,6 +248,27 @@ void writeRange(OpBuilder &b, Emitter &e, Location loc,
                           /*alignment=*/4);
 }
 
+/// The scan state held by `header`'s arguments from `first` on.
+RunState runStateOf(Block *header, unsigned first) {
+  return {header->getArgument(first), header->getArgument(first + 1),
+          header->getArgument(first + 2), header->getArgument(first + 3),
+          header->getArgument(first + 4)};
+}
+
+/// The end of a range kernel: `done` writes the entry from the final scan
+/// state (header arguments from `first` on; `empty` where nothing is
+/// kept) and goes to `exit`, which returns.
+void finishRangesKernel(OpBuilder &b, Emitter &e, Location loc,
+                        const RangesKernel &k, BlockRangesOp ranges,
+                        const ScanBlocks &blocks, unsigned first,
+                        Value empty) {
+  b.setInsertionPointToEnd(blocks.done);
+  writeRange(b, e, loc, k, ranges, runStateOf(blocks.header, first), empty);
+  LLVM::BrOp::create(b, loc, ValueRange(), blocks.exit);
+  b.setInsertionPointToEnd(blocks.exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange());
+}
+
 /// The block-mask range kernel: one thread per query tile scans the bytes
 /// of the KV tiles in its window's range, in order, kBlockTilesRowAlign at a
 /// time (byte loads of written bytes only), tracking the first and last tiles with a
@@ -268,8 +289,7 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   SmallVector<Type> stateTypes(6, i32);
   ScanBlocks blocks =
       createScanBlocks(b, func, stateTypes, e.slt(mBlock, mTiles), loc);
-  Block *header = blocks.header, *body = blocks.body, *done = blocks.done,
-        *exit = blocks.exit;
+  Block *header = blocks.header, *body = blocks.body, *done = blocks.done;
   KVTileRange<Value> window = computeKVTileRange(
       e, mBlock, k.seqlenQ, k.seqlenK, getTiling(kernel, ranges));
   Value none = e.i32(-1);
@@ -288,9 +308,7 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   b.setInsertionPointToEnd(body);
   Type i8 = b.getI8Type();
   Value lastInWindow = e.sub(window.end, e.i32(1));
-  RunState state{header->getArgument(1), header->getArgument(2),
-                 header->getArgument(3), header->getArgument(4),
-                 header->getArgument(5)};
+  RunState state = runStateOf(header, 1);
   for (int64_t i = 0; i < kBlockTilesRowAlign; ++i) {
     Value n = e.add(first, i);
     // Only bytes the tiles kernel wrote are read: a byte of the chunk
@@ -317,15 +335,7 @@ void buildRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
                                 state.runStart, state.bestBegin, state.bestEnd},
                      header);
 
-  b.setInsertionPointToEnd(done);
-  writeRange(b, e, loc, k, ranges,
-             RunState{header->getArgument(1), header->getArgument(2),
-                      header->getArgument(3), header->getArgument(4),
-                      header->getArgument(5)},
-             window.begin);
-  LLVM::BrOp::create(b, loc, ValueRange(), exit);
-  b.setInsertionPointToEnd(exit);
-  LLVM::ReturnOp::create(b, loc, ValueRange());
+  finishRangesKernel(b, e, loc, k, ranges, blocks, 1, window.begin);
 }
 
 /// The key-grid range kernel: one thread per KV tile n of (batch, KV head
@@ -362,8 +372,7 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   SmallVector<Type> stateTypes = {i32, i1, i1, i32, i32, i32, i32, i32};
   ScanBlocks blocks =
       createScanBlocks(b, func, stateTypes, e.slt(nBlock, nTiles), loc);
-  Block *header = blocks.header, *body = blocks.body, *done = blocks.done,
-        *exit = blocks.exit;
+  Block *header = blocks.header, *body = blocks.body, *done = blocks.done;
   KVTiling tiling = getTiling(kernel, ranges);
   KeyGridTiles<Value> window =
       computeQueryTilesOfKeys(e, nBlock, k.seqlenQ, k.seqlenK, tiling);
@@ -416,12 +425,8 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
   // The group's last head: the tile's verdict joins the ranges, and the
   // next tile starts from no head's verdict.
   Value last = e.cmp(LLVM::ICmpPredicate::eq, g, e.sub(group, e.i32(1)));
-  RunState state = advanceRun(
-      b, e, loc,
-      RunState{header->getArgument(3), header->getArgument(4),
-               header->getArgument(5), header->getArgument(6),
-               header->getArgument(7)},
-      m, anyTile, allTile, last);
+  RunState state =
+      advanceRun(b, e, loc, runStateOf(header, 3), m, anyTile, allTile, last);
   Value nextAny = e.select(last, no, anyTile);
   Value nextAll = e.select(last, yes, allTile);
   LLVM::BrOp::create(b, loc,
@@ -430,15 +435,7 @@ void buildKeyGridRangesKernel(KernelOp kernel, BlockRangesOp ranges) {
                                 state.bestBegin, state.bestEnd},
                      header);
 
-  b.setInsertionPointToEnd(done);
-  writeRange(b, e, loc, k, ranges,
-             RunState{header->getArgument(3), header->getArgument(4),
-                      header->getArgument(5), header->getArgument(6),
-                      header->getArgument(7)},
-             window.begin);
-  LLVM::BrOp::create(b, loc, ValueRange(), exit);
-  b.setInsertionPointToEnd(exit);
-  LLVM::ReturnOp::create(b, loc, ValueRange());
+  finishRangesKernel(b, e, loc, k, ranges, blocks, 3, window.begin);
 }
 
 } // namespace
