@@ -346,7 +346,7 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   for (FamilyOp f : llvm::make_early_inc_range(lowered->getOps<FamilyOp>()))
     f.erase();
   PassManager lower(work.getContext());
-  lower.addPass(createConvertAttnToNVVM());
+  lower.addPass(createConvertAttnToNVVM({result.isa->name.str()}));
   if (failed(lower.run(*lowered)))
     return failure();
   if (options.stopAfter == CompileStage::Nvvm) {

@@ -84,6 +84,10 @@ bool flashtile::isaSupportsCodePath(const ArchInfo &isa, CodePath path) {
   llvm_unreachable("unknown code path");
 }
 
+bool flashtile::isaHasVectorF32Reductions(const ArchInfo &isa) {
+  return isa.computeCapability >= 90;
+}
+
 std::string flashtile::archNamesWithCodePath(CodePath path) {
   std::string names;
   for (const ArchInfo &info : kArchTable) {

@@ -343,11 +343,12 @@ fi
 # time goes (speed of light, occupancy, warp stalls, shared-memory bank
 # conflicts). The warm-up launches (one per kernel) are skipped.
 if want profile-bwd; then
-profiled=("$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json)
+profiled=("$kernels"/bwd/bwd_bf16_d128_causal{,_kv4,_r2}.plan.json)
 timeout 400 ncu -k regex:'bwd_main|dq_dk_dv' \
   --launch-skip $(( ${#profiled[@]} + 1 )) --launch-count $(( ${#profiled[@]} + 1 )) \
   --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
+  --section ComputeWorkloadAnalysis --section InstructionStats \
   python3 "$root/tools/gpu/profile_bwd.py" "${profiled[@]}" \
   > "$out/profile_bwd.txt" 2>&1
 status=$?
@@ -364,6 +365,9 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d128_full{,_kv2,_kv4}.plan.json \
   "$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json \
   "$kernels"/bwd/bwd_bf16_d256_causal{,_w2}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_{full,causal}_r2.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_full_r2n128.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_{full,causal}_r2.plan.json \
   --seqlens 1024 4096 --peers sdpa-flash > "$out/bwd_candidates.txt" 2>&1
 status=$?
 stage bwd-candidates "$(verdict $status)" "$(grep -c flashtile "$out/bwd_candidates.txt") shapes (bwd_candidates.txt)"

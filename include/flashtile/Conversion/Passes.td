@@ -25,6 +25,10 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "::mlir::ModuleOp"> {
       maxima reduced across the quad with `shfl.sync.bfly`.
     * `attn.epilogue`: normalise, stage O through shared memory, 128-bit
       coalesced stores, LSE in f32.
+    * `attn.store_tile` with `accumulate` (dQ's fp32 accumulator): each
+      thread's pairs of adjacent columns as one `red.global.add.v2.f32`
+      where the ISA has it and the tensor's rows keep pairs 8-byte aligned
+      (tested at run time, once per store), else one atomic add each.
 
     Fragments become per-thread arrays in the layout of `FragmentLayout.h`.
     Index arithmetic is 32-bit; strides and addresses are 64-bit.
@@ -35,6 +39,12 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "::mlir::ModuleOp"> {
     llvm.func @fa(%q: !llvm.ptr<1>, ...) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>}
     ```
   }];
+  let options = [
+    Option<"isa", "isa", "std::string", "\"\"",
+           "The ISA the PTX will target (sm_90, ...): an instruction only "
+           "some ISAs have (red.global.add.v2.f32: sm_90 on) is used only "
+           "where it has it. Empty: each kernel's own chip">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 

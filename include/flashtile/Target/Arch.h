@@ -72,6 +72,12 @@ std::string knownArchNames();
 /// cp.async and bf16 mma.sync.m16n8k16, i.e. compute capability 8.0 or later.
 bool isaSupportsCodePath(const ArchInfo &isa, CodePath path);
 
+/// Whether `isa` has the vector f32 reductions to global memory
+/// (red.global.add.v2.f32 / .v4.f32): compute capability 9.0 or later.
+bool isaHasVectorF32Reductions(const ArchInfo &isa);
+/// ...which need PTX ISA 8.1.
+inline constexpr int kVectorF32ReductionPtxVersion = 81;
+
 /// "sm_80, sm_86, ..." for the chips whose code path is `path`.
 std::string archNamesWithCodePath(CodePath path);
 

@@ -44,9 +44,10 @@ void attn::populateAttnTypeConversions(LLVMTypeConverter &converter,
 }
 
 void attn::populateAttnToNVVMConversionPatterns(LLVMTypeConverter &converter,
-                                                RewritePatternSet &patterns) {
+                                                RewritePatternSet &patterns,
+                                                const ArchInfo &isa) {
   lowering::populateKernelPatterns(converter, patterns);
-  lowering::populateMemoryPatterns(converter, patterns);
+  lowering::populateMemoryPatterns(converter, patterns, isa);
   lowering::populateMmaPatterns(converter, patterns);
   lowering::populateSoftmaxPatterns(converter, patterns);
   lowering::populateElementwisePatterns(converter, patterns);
@@ -82,9 +83,17 @@ static LogicalResult checkLowerable(KernelOp kernel) {
 namespace {
 struct ConvertAttnToNVVMPass
     : public flashtile::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
+  using ConvertAttnToNVVMBase::ConvertAttnToNVVMBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    const ArchInfo *target = nullptr;
+    if (!isa.empty() && !(target = lookupArch(isa))) {
+      module.emitError() << "convert-attn-to-nvvm: unknown ISA '" << isa
+                         << "'; known: " << knownArchNames();
+      return signalPassFailure();
+    }
     for (KernelOp kernel :
          llvm::make_early_inc_range(module.getOps<KernelOp>())) {
       if (failed(checkLowerable(kernel)))
@@ -113,7 +122,8 @@ struct ConvertAttnToNVVMPass
       populateAttnTypeConversions(converter, layout);
 
       RewritePatternSet patterns(ctx);
-      populateAttnToNVVMConversionPatterns(converter, patterns);
+      populateAttnToNVVMConversionPatterns(
+          converter, patterns, target ? *target : kernel.getArch().getInfo());
       arith::populateArithToLLVMConversionPatterns(converter, patterns);
 
       LLVMConversionTarget target(*ctx);

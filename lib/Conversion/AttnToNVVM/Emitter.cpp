@@ -274,6 +274,25 @@ void lowering::emitIf(RewriterBase &rewriter, Location loc, Value cond,
   rewriter.setInsertionPointToStart(continuation);
 }
 
+void lowering::emitIfElse(RewriterBase &rewriter, Location loc, Value cond,
+                          function_ref<void()> body,
+                          function_ref<void()> otherwise) {
+  Block *current = rewriter.getInsertionBlock();
+  Block *continuation =
+      rewriter.splitBlock(current, rewriter.getInsertionPoint());
+  Block *thenBlock = rewriter.createBlock(continuation);
+  Block *elseBlock = rewriter.createBlock(continuation);
+  rewriter.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(rewriter, loc, cond, thenBlock, elseBlock);
+  rewriter.setInsertionPointToStart(thenBlock);
+  body();
+  LLVM::BrOp::create(rewriter, loc, continuation);
+  rewriter.setInsertionPointToStart(elseBlock);
+  otherwise();
+  LLVM::BrOp::create(rewriter, loc, continuation);
+  rewriter.setInsertionPointToStart(continuation);
+}
+
 void lowering::warpAllReduce(
     Emitter &e, MutableArrayRef<Value> values,
     function_ref<Value(size_t, Value, Value)> combine) {

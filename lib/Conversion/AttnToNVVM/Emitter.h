@@ -132,6 +132,10 @@ emitForLoop(mlir::RewriterBase &rewriter, mlir::Location loc,
 /// rewriter continues after the conditional code.
 void emitIf(mlir::RewriterBase &rewriter, mlir::Location loc, mlir::Value cond,
             llvm::function_ref<void()> body);
+/// The same with an `otherwise` branch run when `cond` does not hold.
+void emitIfElse(mlir::RewriterBase &rewriter, mlir::Location loc,
+                mlir::Value cond, llvm::function_ref<void()> body,
+                llvm::function_ref<void()> otherwise);
 
 /// Combines each of `values` over the whole warp with butterfly shuffles
 /// (shfl.sync.bfly, lane masks 16 down to 1), so that every lane ends with

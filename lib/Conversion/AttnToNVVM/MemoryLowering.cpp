@@ -6,6 +6,7 @@
 #include "TileOpContext.h"
 
 #include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
+#include "flashtile/Target/Arch.h"
 
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
@@ -310,7 +311,8 @@ getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
 /// for the elements inside the tensor's extents. The tensor's descriptor
 /// gives the base (the fixed indices' offset), extents and strides.
 struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
-  using AttnOpLoweringPattern::AttnOpLoweringPattern;
+  StoreTileLowering(LLVMTypeConverter &converter, const ArchInfo &target)
+      : AttnOpLoweringPattern(converter), target(target) {}
 
   LogicalResult lower(StoreTileOp op, OpAdaptor adaptor,
                       ConversionPatternRewriter &rewriter,
@@ -363,42 +365,129 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
                                             e.i32(r % 2));
     };
     int64_t perLane = rowState ? 2 : c.getElementsPerLane();
-    for (int64_t i = 0; i < mTiles; ++i)
-      for (int64_t j = 0; j < nTiles; ++j)
-        for (int64_t r = 0; r < perLane; ++r) {
-          auto [dr, dc] = c.getCoord(0, rowState ? 2 * r : r);
-          Value row = e.add64(firstRow, e.i64(16 * i + dr));
-          Value inRange = e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent);
-          Value address = e.mul64(row, rowStride);
-          if (!rowState) {
-            Value col = e.add64(firstCol, e.i64(8 * j + dc));
-            inRange = LLVM::AndOp::create(
-                rewriter, loc, inRange,
-                e.cmp(LLVM::ICmpPredicate::ult, col, colExtent));
-            address = e.add64(address, e.mul64(col, colStride));
-          } else {
-            inRange = LLVM::AndOp::create(rewriter, loc, writer, inRange);
+    // Element (i, j, r)'s tensor position and whether it lies inside the
+    // tensor's extents.
+    auto position = [&](int64_t i, int64_t j, int64_t r) {
+      auto [dr, dc] = c.getCoord(0, rowState ? 2 * r : r);
+      Value row = e.add64(firstRow, e.i64(16 * i + dr));
+      Value inRange = e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent);
+      Value address = e.mul64(row, rowStride);
+      if (!rowState) {
+        Value col = e.add64(firstCol, e.i64(8 * j + dc));
+        inRange = LLVM::AndOp::create(
+            rewriter, loc, inRange,
+            e.cmp(LLVM::ICmpPredicate::ult, col, colExtent));
+        address = e.add64(address, e.mul64(col, colStride));
+      } else {
+        inRange = LLVM::AndOp::create(rewriter, loc, writer, inRange);
+      }
+      Value at = e.gep(base, e.mul64(e.add64(offset, address),
+                                     e.i64(storedBytes)));
+      return std::make_pair(at, inRange);
+    };
+    // One element at a time, each inside an `if` of its own.
+    auto elementwise = [&] {
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t j = 0; j < nTiles; ++j)
+          for (int64_t r = 0; r < perLane; ++r) {
+            auto [at, inRange] = position(i, j, r);
+            Value value = element(i, j, r);
+            emitIf(rewriter, loc, inRange, [&] {
+              if (!op.getAccumulate()) {
+                if (value.getType() != stored)
+                  value =
+                      LLVM::FPTruncOp::create(rewriter, loc, stored, value);
+                LLVM::StoreOp::create(rewriter, loc, value, at, storedBytes);
+                return;
+              }
+              LLVM::AtomicRMWOp::create(
+                  rewriter, loc,
+                  isa<FloatType>(value.getType()) ? LLVM::AtomicBinOp::fadd
+                                                  : LLVM::AtomicBinOp::add,
+                  at, value, LLVM::AtomicOrdering::monotonic);
+            });
           }
-          Value value = element(i, j, r);
-          emitIf(rewriter, loc, inRange, [&] {
-            Value at = e.gep(base, e.mul64(e.add64(offset, address),
-                                           e.i64(storedBytes)));
-            if (!op.getAccumulate()) {
-              if (value.getType() != stored)
-                value = LLVM::FPTruncOp::create(rewriter, loc, stored, value);
-              LLVM::StoreOp::create(rewriter, loc, value, at, storedBytes);
-              return;
-            }
-            LLVM::AtomicRMWOp::create(
-                rewriter, loc,
-                isa<FloatType>(value.getType()) ? LLVM::AtomicBinOp::fadd
-                                                : LLVM::AtomicBinOp::add,
-                at, value, LLVM::AtomicOrdering::monotonic);
-          });
-        }
+    };
+    if (!accumulatesPairs(op, c)) {
+      elementwise();
+      rewriter.eraseOp(op);
+      return success();
+    }
+    // Each pair of adjacent columns (C elements r, r + 1) as one predicated
+    // red.global.add.v2.f32, with no branch per element, when every pair's
+    // address is 8-byte aligned: the first column's byte address is, the
+    // row stride is even (the lanes' first columns are even), and so is
+    // the column extent (a pair lies inside it or outside it whole). The
+    // test is uniform across the block; where it fails, one atomic add per
+    // element.
+    Value firstColBytes = e.mul64(
+        e.add64(offset, e.sext64(adaptor.getIndices()[*colDim])), e.i64(4));
+    Value misaligned = e.bitOr(
+        e.add64(LLVM::PtrToIntOp::create(rewriter, loc,
+                                         rewriter.getI64Type(), base),
+                firstColBytes),
+        e.bitOr(e.mul64(rowStride, e.i64(4)), e.mul64(colExtent, e.i64(4))));
+    Value aligned = e.cmp(
+        LLVM::ICmpPredicate::eq,
+        LLVM::AndOp::create(rewriter, loc, misaligned, e.i64(7)), e.i64(0));
+    requirePtxVersion(rewriter, op, kVectorF32ReductionPtxVersion);
+    emitIfElse(
+        rewriter, loc, aligned,
+        [&] {
+          for (int64_t i = 0; i < mTiles; ++i)
+            for (int64_t j = 0; j < nTiles; ++j)
+              for (int64_t r = 0; r < perLane; r += 2) {
+                auto [at, inRange] = position(i, j, r);
+                Value predicate = LLVM::ZExtOp::create(
+                    rewriter, loc, rewriter.getI32Type(), inRange);
+                Value address = LLVM::PtrToIntOp::create(
+                    rewriter, loc, rewriter.getI64Type(), at);
+                LLVM::InlineAsmOp::create(
+                    rewriter, loc, TypeRange{},
+                    ValueRange{predicate, address, element(i, j, r),
+                               element(i, j, r + 1)},
+                    "{ .reg .pred p; setp.ne.b32 p, $0, 0; "
+                    "@p red.global.add.v2.f32 [$1], {$2, $3}; }",
+                    "r,l,f,f", /*has_side_effects=*/true,
+                    /*is_align_stack=*/false, LLVM::TailCallKind::None,
+                    /*asm_dialect=*/LLVM::AsmDialectAttr(),
+                    /*operand_attrs=*/ArrayAttr());
+              }
+        },
+        elementwise);
     rewriter.eraseOp(op);
     return success();
   }
+
+private:
+  /// Whether `op` adds f32 pairs of adjacent, contiguous columns that the
+  /// ISA can add as one vector reduction: an accumulating store of an f32
+  /// accumulator (not a row state, not packed halves) into a tensor whose
+  /// columns have stride 1, and the C fragment places elements 2k and
+  /// 2k + 1 of a lane side by side in one row, starting at an even column.
+  bool accumulatesPairs(StoreTileOp op, const MmaFragment &c) const {
+    FragType type = op.getValue().getType();
+    if (!op.getAccumulate() || type.getLayout() == FragLayout::Rows ||
+        !type.getElementType().isF32() || !isaHasVectorF32Reductions(target))
+      return false;
+    MemRefType dstType = op.getDst().getType();
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!dstType.getElementType().isF32() ||
+        failed(dstType.getStridesAndOffset(strides, offset)) ||
+        strides[op.getColDim()] != 1)
+      return false;
+    for (int64_t r = 0; r + 1 < c.getElementsPerLane(); r += 2) {
+      auto [row, col] = c.getCoord(0, r);
+      if (c.getCoord(0, r + 1) != std::make_pair(row, col + 1) || col % 2)
+        return false;
+    }
+    return c.getElementsPerLane() % 2 == 0 &&
+           c.getCoord(1, 0).second - c.getCoord(0, 0).second == 2;
+  }
+
+  /// The ISA the PTX targets.
+  const ArchInfo &target;
 };
 
 /// A tile of a tensor of the kernel into an accumulator, each thread its
@@ -569,9 +658,10 @@ struct BarrierLowering : public ConvertOpToLLVMPattern<BarrierOp> {
 } // namespace
 
 void lowering::populateMemoryPatterns(LLVMTypeConverter &converter,
-                                    RewritePatternSet &patterns) {
+                                    RewritePatternSet &patterns,
+                                    const ArchInfo &isa) {
   patterns.add<SmemAllocLowering, CopyAsyncLowering, CopyTileLowering,
-               StoreTileLowering, LoadTileLowering, StoreFragLowering,
-               AsyncWaitLowering, BarrierLowering>(
-      converter);
+               LoadTileLowering, StoreFragLowering, AsyncWaitLowering,
+               BarrierLowering>(converter);
+  patterns.add<StoreTileLowering>(converter, isa);
 }

@@ -62,15 +62,6 @@ static MmaInstruction getMma(Operation *op, Type a, Type b, Type acc) {
   return *instr;
 }
 
-/// The lowest minimum PTX version of the chips on the sm80 path (7.0).
-static int getLowestSm80PathPtxVersion() {
-  int lowest = INT_MAX;
-  for (const ArchInfo &arch : getAllArchs())
-    if (arch.codePath == CodePath::Sm80)
-      lowest = std::min(lowest, arch.minPtxVersion);
-  return lowest;
-}
-
 /// Whether nvvm.mma.sync takes `instr`: MLIR 22's verifier has no 8-bit
 /// float types for it (the PTX ISA has them from sm_89), so e4m3 / e5m2
 /// products are emitted as the PTX instruction itself.
@@ -353,16 +344,7 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
     MmaInstruction mma = getMma(op, op.getAElementType(),
                                 bType.getElementType(),
                                 dType.getElementType());
-    // An instruction newer than what every sm80-path chip's PTX has raises
-    // the kernel's version (emitPTX takes the highest of it and the ISA's).
-    auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
-    auto have = func->getAttrOfType<IntegerAttr>(kMinPtxVersionAttrName);
-    if (mma.minPtxVersion > getLowestSm80PathPtxVersion() &&
-        (!have || have.getInt() < mma.minPtxVersion))
-      rewriter.modifyOpInPlace(func, [&] {
-        func->setAttr(kMinPtxVersionAttrName,
-                      rewriter.getI64IntegerAttr(mma.minPtxVersion));
-      });
+    requirePtxVersion(rewriter, op, mma.minPtxVersion);
     // M and N from the result: the kernel op (and its config's KV warps)
     // may already be converted.
     int64_t m = dType.getDimSize(0), n = dType.getDimSize(1), k = op.getK();

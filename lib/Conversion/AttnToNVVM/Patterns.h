@@ -20,8 +20,10 @@ namespace flashtile::attn::lowering {
 
 void populateKernelPatterns(mlir::LLVMTypeConverter &converter,
                             mlir::RewritePatternSet &patterns);
+/// `isa`: the ISA the PTX targets (attn.store_tile's vector reductions).
 void populateMemoryPatterns(mlir::LLVMTypeConverter &converter,
-                            mlir::RewritePatternSet &patterns);
+                            mlir::RewritePatternSet &patterns,
+                            const ArchInfo &isa);
 void populateMmaPatterns(mlir::LLVMTypeConverter &converter,
                          mlir::RewritePatternSet &patterns);
 void populateElementwisePatterns(mlir::LLVMTypeConverter &converter,

@@ -3,6 +3,11 @@
 #include "TileOpContext.h"
 #include "SharedAccess.h"
 
+#include "flashtile/Target/Arch.h"
+#include "flashtile/Target/PTX.h"
+
+#include <climits>
+
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
@@ -104,4 +109,24 @@ void lowering::storeAccumulatorToShared(TileOpContext &ctx, ArrayRef<Value> acc,
                        acc[FragmentLayout::accIndex(i, j, 2 * h + 1, nTiles)],
                        dtype),
             staged.address(16 * i + 8 * h, j), /*alignment=*/4);
+}
+
+/// The lowest minimum PTX version of the chips on the sm80 path (7.0).
+static int getLowestSm80PathPtxVersion() {
+  int lowest = INT_MAX;
+  for (const ArchInfo &arch : getAllArchs())
+    if (arch.codePath == CodePath::Sm80)
+      lowest = std::min(lowest, arch.minPtxVersion);
+  return lowest;
+}
+
+void lowering::requirePtxVersion(RewriterBase &rewriter, Operation *op,
+                                 int version) {
+  auto func = op->getParentOfType<LLVM::LLVMFuncOp>();
+  auto have = func->getAttrOfType<IntegerAttr>(kMinPtxVersionAttrName);
+  if (version > getLowestSm80PathPtxVersion() &&
+      (!have || have.getInt() < version))
+    rewriter.modifyOpInPlace(func, [&] {
+      func->setAttr(kMinPtxVersionAttrName, rewriter.getI64IntegerAttr(version));
+    });
 }

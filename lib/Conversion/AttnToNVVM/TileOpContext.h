@@ -133,6 +133,13 @@ protected:
                                     TileOpContext &ctx) const = 0;
 };
 
+/// Raises the PTX ISA version of the function `op` lowers into to
+/// `version` where that is newer than what every sm80-path chip's PTX has
+/// (emitPTX takes the highest of it and the ISA's): an instruction newer
+/// than them (an e4m3 mma.sync, a vector reduction) needs it.
+void requirePtxVersion(mlir::RewriterBase &rewriter, mlir::Operation *op,
+                       int version);
+
 /// The f32 accumulator values `acc` of an M x N fragment (`mTiles` m-tiles,
 /// `nTiles` 8-column n-tiles per thread) rounded to `dtype` and packed as the
 /// A operand of an mma: the C fragments of n-tiles 2k and 2k + 1 are the A

@@ -4,6 +4,7 @@
 #define FLASHTILE_CONVERSION_ATTNTONVVM_ATTNTONVVM_H
 
 #include "flashtile/Conversion/AttnToNVVM/FragmentLayout.h"
+#include "flashtile/Target/Arch.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/IR/PatternMatch.h"
@@ -16,9 +17,11 @@ namespace flashtile::attn {
 void populateAttnTypeConversions(mlir::LLVMTypeConverter &converter,
                                  const FragmentLayout &layout);
 
-/// The patterns of the sm80 code path, one per tile-level op.
+/// The patterns of the sm80 code path, one per tile-level op, for PTX
+/// that targets `isa`.
 void populateAttnToNVVMConversionPatterns(mlir::LLVMTypeConverter &converter,
-                                          mlir::RewritePatternSet &patterns);
+                                          mlir::RewritePatternSet &patterns,
+                                          const ArchInfo &isa);
 
 } // namespace flashtile::attn
 
