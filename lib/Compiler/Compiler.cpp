@@ -22,6 +22,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <chrono>
 #include <limits>
 
 using namespace mlir;
@@ -317,6 +318,23 @@ joinFamilyPlans(FamilyOp family, ArrayRef<KernelOp> kernels,
 
 /// One compile of a clone of the kernel-level `module` with `pins`, stage by
 /// stage up to `options.stopAfter`.
+namespace {
+/// Seconds since it was made, or since the last lap.
+class Stopwatch {
+public:
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - last).count();
+    last = now;
+    return seconds;
+  }
+
+private:
+  std::chrono::steady_clock::time_point last =
+      std::chrono::steady_clock::now();
+};
+} // namespace
+
 static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
                                              const ConfigOverrides &pins,
                                              const CompileOptions &options,
@@ -335,8 +353,10 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   result.name = family ? family.getSymName().str() : kernel.getSymName().str();
   result.arch = &kernel.getArch().getInfo();
   result.isa = options.isa ? &getArchInfo(*options.isa) : result.arch;
+  Stopwatch clock;
   if (failed(runTilePipeline(work, pins)))
     return failure();
+  result.times.tile = clock.lap();
   if (options.stopAfter == CompileStage::Tile)
     return result;
 
@@ -349,6 +369,7 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   lower.addPass(createConvertAttnToNVVM({result.isa->name.str()}));
   if (failed(lower.run(*lowered)))
     return failure();
+  result.times.lowering = clock.lap();
   if (options.stopAfter == CompileStage::Nvvm) {
     llvm::raw_string_ostream os(result.nvvmIR);
     lowered->print(os);
@@ -359,6 +380,7 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
   if (failed(ptx))
     return failure();
   result.ptx = std::move(*ptx);
+  result.times.llvm = clock.lap();
   if (options.stopAfter != CompileStage::Cubin)
     return result;
 
@@ -367,6 +389,7 @@ static FailureOr<CompiledKernel> compileOnce(ModuleOp module,
                     options.ptxasTimeoutSeconds);
   if (failed(cubin))
     return failure();
+  result.times.ptxas = clock.lap();
   result.cubin = std::move(*cubin);
   KernelOp tile = kernel;
   // The attention kernel's own figures, in a cubin with a block-mask kernel.
@@ -539,21 +562,41 @@ static FailureOr<CompiledKernel> compileBackward(ModuleOp module,
                               options.tensorGrads.end());
   if (failed(checkCodePath(kernels.front(), options)))
     return failure();
+  Stopwatch clock;
   OwningOpRef<ModuleOp> work = module.clone();
   KernelOp forward = *work->getOps<KernelOp>().begin();
   if (failed(buildBackwardFamily(forward, backward)))
     return failure();
   forward.erase();
+  double built = clock.lap();
   CompileOptions family = options;
   family.direction = Direction::Forward;
   family.pins = ConfigOverrides();
   family.deterministic = false;
   family.tensorGrads.clear();
-  return compile(*work, family);
+  FailureOr<CompiledKernel> result = compile(*work, family);
+  // Building the family's tile programs is part of the tile pipeline
+  // (flashtile::compile times the whole).
+  if (succeeded(result))
+    result->times.tile += built;
+  return result;
 }
+
+static FailureOr<CompiledKernel> compileTimed(ModuleOp module,
+                                              const CompileOptions &options);
 
 FailureOr<CompiledKernel> flashtile::compile(ModuleOp module,
                                              const CompileOptions &options) {
+  Stopwatch clock;
+  FailureOr<CompiledKernel> result = compileTimed(module, options);
+  if (succeeded(result))
+    result->times.total = clock.lap();
+  return result;
+}
+
+/// flashtile::compile but for the total time.
+static FailureOr<CompiledKernel> compileTimed(ModuleOp module,
+                                              const CompileOptions &options) {
   if (options.direction == Direction::Backward)
     return compileBackward(module, options);
   if (options.deterministic)

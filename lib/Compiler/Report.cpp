@@ -258,4 +258,8 @@ void flashtile::printResourceReport(llvm::raw_ostream &os,
   }
   if (!k.fallbackNote.empty())
     os << "  config fallback: " << k.fallbackNote << "\n";
+  const CompileTimes &t = k.times;
+  os << llvm::formatv("  compile time: {0:f2} s (tile passes {1:f2}, "
+                      "lowering {2:f2}, LLVM {3:f2}, ptxas {4:f2})\n",
+                      t.total, t.tile, t.lowering, t.llvm, t.ptxas);
 }

@@ -100,6 +100,16 @@ struct CompileOptions {
   std::string cubinFileName;
 };
 
+/// Where a compile's wall-clock time went, in seconds: the tile pipeline
+/// (config selection, expansion or the backward's tile programs,
+/// allocation, barriers), the lowering to the LLVM and NVVM dialects,
+/// LLVM (translation, O3, NVPTX's code generation) and ptxas. `total` is
+/// the whole compile, the tries of the spill fallback included, which the
+/// stages count only for the build that was kept.
+struct CompileTimes {
+  double tile = 0, lowering = 0, llvm = 0, ptxas = 0, total = 0;
+};
+
 /// Everything one compile produced. Stages after `stopAfter` are empty.
 struct CompiledKernel {
   /// The kernel's symbol (its PTX entry).
@@ -117,6 +127,8 @@ struct CompiledKernel {
   std::optional<plan::LaunchPlan> launchPlan;
   /// Set when the spill fallback ran: what spilled and what was taken.
   std::string fallbackNote;
+  /// The compile's time, by stage.
+  CompileTimes times;
 
   /// The tile-level kernel op.
   attn::KernelOp getTileKernel() const;
