@@ -338,14 +338,20 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
 status=$?
 stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") shapes (bench_bwd.txt)"
 fi
-# ncu's view of the backward's main kernel (the chosen d = 128 causal one
-# and the 16-warp candidate) next to FA2's, on the same inputs: where the
-# time goes (speed of light, occupancy, warp stalls, shared-memory bank
-# conflicts). The warm-up launches (one per kernel) are skipped.
+# ncu's view of the backward's main kernel (the chosen d = 128 one: 2 row
+# x 2 KV warps; the 4-row-warp shape chosen before it; and the
+# deterministic family's main kernel
+# without dQ's atomics and its dQ kernel) next to FA2's, on the same
+# inputs: where the time goes (speed of light, occupancy, warp stalls,
+# shared-memory bank conflicts, L2 reductions). The warm-up launches (one
+# per kernel) are skipped.
 if want profile-bwd; then
-profiled=("$kernels"/bwd/bwd_bf16_d128_causal{,_kv4,_r2}.plan.json)
-timeout 400 ncu -k regex:'bwd_main|dq_dk_dv' \
-  --launch-skip $(( ${#profiled[@]} + 1 )) --launch-count $(( ${#profiled[@]} + 1 )) \
+profiled=("$kernels"/bwd/bwd_bf16_d128_full{,_r4,_det}.plan.json)
+# Per pass: each plan's main kernel, the deterministic plan's dQ kernel,
+# and FA2's.
+launches=$(( ${#profiled[@]} + 2 ))
+timeout 400 ncu -k regex:'bwd_main|bwd_dq|dq_dk_dv' \
+  --launch-skip $launches --launch-count $launches \
   --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section MemoryWorkloadAnalysis_Tables \
   --section ComputeWorkloadAnalysis --section InstructionStats \
@@ -362,12 +368,12 @@ timeout 400 python3 "$root/tools/gpu/bench_bwd.py" \
   "$kernels"/bwd/bwd_bf16_d64_{full,causal}.plan.json \
   "$kernels"/bwd/bwd_bf16_d64_{full,causal}_kv4.plan.json \
   "$kernels"/bwd/bwd_bf16_d64_causal_kv2.plan.json \
-  "$kernels"/bwd/bwd_bf16_d128_full{,_kv2,_kv4}.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_full{,_kv2,_kv4,_det}.plan.json \
   "$kernels"/bwd/bwd_bf16_d128_causal{,_kv4}.plan.json \
   "$kernels"/bwd/bwd_bf16_d256_causal{,_w2}.plan.json \
-  "$kernels"/bwd/bwd_bf16_d64_{full,causal}_r2.plan.json \
+  "$kernels"/bwd/bwd_bf16_d64_{full,causal}_r4.plan.json \
   "$kernels"/bwd/bwd_bf16_d64_full_r2n128.plan.json \
-  "$kernels"/bwd/bwd_bf16_d128_{full,causal}_r2.plan.json \
+  "$kernels"/bwd/bwd_bf16_d128_{full,causal}_r4.plan.json \
   --seqlens 1024 4096 --peers sdpa-flash > "$out/bwd_candidates.txt" 2>&1
 status=$?
 stage bwd-candidates "$(verdict $status)" "$(grep -c flashtile "$out/bwd_candidates.txt") shapes (bwd_candidates.txt)"

@@ -415,40 +415,69 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     }
     // Each pair of adjacent columns (C elements r, r + 1) as one predicated
     // red.global.add.v2.f32, with no branch per element, when every pair's
-    // address is 8-byte aligned: the first column's byte address is, the
-    // row stride is even (the lanes' first columns are even), and so is
-    // the column extent (a pair lies inside it or outside it whole). The
-    // test is uniform across the block; where it fails, one atomic add per
-    // element.
-    Value firstColBytes = e.mul64(
-        e.add64(offset, e.sext64(adaptor.getIndices()[*colDim])), e.i64(4));
+    // address is 8-byte aligned (the first column's byte address is, the
+    // row stride is even, and the lanes' first columns are even) and the
+    // tile's columns all lie inside the tensor. Both tests are uniform
+    // across the block; where either fails, one atomic add per element.
+    // A pair's address is its row's address plus an immediate (its column
+    // offset), written into the instruction: only a row's address and
+    // whether the row is inside the tensor are registers (LLVM would hoist
+    // a loop-invariant column term per pair into a 64-bit register of its
+    // own, which NVPTX's selection cannot fold back).
+    Value tileCol = e.sext64(adaptor.getIndices()[*colDim]);
+    Value firstColBytes = e.mul64(e.add64(offset, tileCol), e.i64(4));
     Value misaligned = e.bitOr(
         e.add64(LLVM::PtrToIntOp::create(rewriter, loc,
                                          rewriter.getI64Type(), base),
                 firstColBytes),
-        e.bitOr(e.mul64(rowStride, e.i64(4)), e.mul64(colExtent, e.i64(4))));
+        e.mul64(rowStride, e.i64(4)));
     Value aligned = e.cmp(
         LLVM::ICmpPredicate::eq,
         LLVM::AndOp::create(rewriter, loc, misaligned, e.i64(7)), e.i64(0));
+    Value columnsInside =
+        e.cmp(LLVM::ICmpPredicate::sle, e.add64(tileCol, e.i64(cols)),
+              colExtent);
+    Value fast = LLVM::AndOp::create(rewriter, loc, aligned, columnsInside);
     requirePtxVersion(rewriter, op, kVectorF32ReductionPtxVersion);
     emitIfElse(
-        rewriter, loc, aligned,
+        rewriter, loc, fast,
         [&] {
+          // The lane's rows (16 i + dr from its first, dr from the C
+          // table), each once: its address and whether it is inside.
+          llvm::SmallDenseMap<int64_t, std::pair<Value, Value>> rowOf;
+          auto rowAt = [&](int64_t i, int64_t dr) {
+            auto [it, added] = rowOf.try_emplace(16 * i + dr);
+            if (added) {
+              Value row = e.add64(firstRow, e.i64(16 * i + dr));
+              Value inside = LLVM::ZExtOp::create(
+                  rewriter, loc, rewriter.getI32Type(),
+                  e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent));
+              Value element = e.add64(
+                  offset, e.add64(e.mul64(row, rowStride), firstCol));
+              Value at = e.gep(base, e.mul64(element, e.i64(4)));
+              it->second = {inside, LLVM::PtrToIntOp::create(
+                                        rewriter, loc, rewriter.getI64Type(),
+                                        at)};
+            }
+            return it->second;
+          };
           for (int64_t i = 0; i < mTiles; ++i)
             for (int64_t j = 0; j < nTiles; ++j)
               for (int64_t r = 0; r < perLane; r += 2) {
-                auto [at, inRange] = position(i, j, r);
-                Value predicate = LLVM::ZExtOp::create(
-                    rewriter, loc, rewriter.getI32Type(), inRange);
-                Value address = LLVM::PtrToIntOp::create(
-                    rewriter, loc, rewriter.getI64Type(), at);
+                auto [dr, dc] = c.getCoord(0, r);
+                auto [inside, rowAddress] = rowAt(i, dr);
+                int64_t immediate = (8 * j + dc) * 4;
+                std::string ptx =
+                    "{ .reg .pred p; setp.ne.b32 p, $0, 0; "
+                    "@p red.global.add.v2.f32 [$1";
+                if (immediate)
+                  ptx += "+" + std::to_string(immediate);
+                ptx += "], {$2, $3}; }";
                 LLVM::InlineAsmOp::create(
                     rewriter, loc, TypeRange{},
-                    ValueRange{predicate, address, element(i, j, r),
+                    ValueRange{inside, rowAddress, element(i, j, r),
                                element(i, j, r + 1)},
-                    "{ .reg .pred p; setp.ne.b32 p, $0, 0; "
-                    "@p red.global.add.v2.f32 [$1], {$2, $3}; }",
-                    "r,l,f,f", /*has_side_effects=*/true,
+                    ptx, "r,l,f,f", /*has_side_effects=*/true,
                     /*is_align_stack=*/false, LLVM::TailCallKind::None,
                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
                     /*operand_attrs=*/ArrayAttr());

@@ -376,11 +376,20 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
     // else K): rows from kvWarp * (the op's extent along them); with
     // split_n its slice of the columns (N), from chunk kvWarp * N's chunks.
     bool splitN = op.getSplitN();
+    // D may be a slice [nBegin, nBegin + n) of the warp's share of N
+    // (fullN columns): the shares' offsets count the whole of it. The
+    // share comes from the context's config, not the op's (its kernel may
+    // already be converted).
+    int64_t fullN =
+        MmaOp::getProductShape(op.getA().getType(), bType, transposeA,
+                               transposeB, ctx.config.getKvWarps(), splitN)[2];
+    int64_t nBegin = op.getNBegin();
     auto bRows = [&] {
-      return e.mul(thread.kvWarp, transposeB ? n : k);
+      return e.mul(thread.kvWarp, transposeB ? fullN : k);
     };
     Value bChunk =
-        splitN ? e.mul(thread.kvWarp, n * mma.aBits / kChunkBits) : Value();
+        splitN ? e.mul(thread.kvWarp, fullN * mma.aBits / kChunkBits)
+               : Value();
     SwizzledTileAccess bAccess = accessBlocks(
         e, thread.lane, bBase, getBBlocks(mma, transposeB),
         splitN ? llvm::function_ref<Value()>() : bRows, bChunk,
@@ -418,9 +427,13 @@ struct MmaLowering : public AttnOpLoweringPattern<MmaOp> {
       for (int64_t np = 0; np < nTiles / 2; ++np) {
         SmallVector<Value, 4> b =
             transposeB
-                ? loadMatrixX4(e, bAccess.address(16 * np, kChunks * kk),
+                ? loadMatrixX4(e,
+                               bAccess.address(nBegin + 16 * np, kChunks * kk),
                                /*transpose=*/false)
-                : loadMatrixX4(e, bAccess.address(16 * kk, 2 * np),
+                : loadMatrixX4(e,
+                               bAccess.address(16 * kk,
+                                               nBegin * mma.bBits / kChunkBits +
+                                                   2 * np),
                                /*transpose=*/true);
         for (int64_t half = 0; half < 2; ++half)
           for (int64_t i = 0; i < mTiles; ++i)

@@ -7,9 +7,12 @@
 // vector f32 reductions (sm_90 on; sm_120 by default, the kernel's chip),
 // each lane's pair of adjacent columns is one predicated
 // red.global.add.v2.f32, with no branch per element, once a uniform
-// run-time test has shown every pair 8-byte aligned: the first column's
-// byte address, 4 x the row stride and 4 x the column extent are all
-// multiples of 8. The function then needs PTX 8.1. Where the test fails,
+// run-time test has shown every pair 8-byte aligned (the first column's
+// byte address and 4 x the row stride are multiples of 8) and the tile's
+// columns inside the tensor (first column + 64 <= the column extent). A
+// pair's address is its row's plus an immediate: one register per row of
+// the lane (2 here), the column offsets 0, 32, ..., 224 bytes written into
+// the instruction. The function then needs PTX 8.1. Where the test fails,
 // and on an ISA without them (sm_80), one atomic add per element.
 // CHECK-LABEL: llvm.func @accumulate(
 // CHECK-SAME:  attn.min_ptx_version = 81
@@ -17,10 +20,19 @@
 // CHECK:       %[[SEVEN:.*]] = llvm.mlir.constant(7 : i64)
 // CHECK-NEXT:  %[[LOW:.*]] = llvm.and %{{.*}}, %[[SEVEN]] : i64
 // CHECK-NEXT:  %[[ALIGNED:.*]] = llvm.icmp "eq" %[[LOW]], %{{.*}} : i64
-// CHECK-NEXT:  llvm.cond_br %[[ALIGNED]], ^[[PAIRS:.*]], ^[[ELEMENTS:bb[0-9]+]]
+// CHECK-NEXT:  %[[WIDTH:.*]] = llvm.mlir.constant(64 : i64)
+// CHECK-NEXT:  %[[END:.*]] = llvm.add %{{.*}}, %[[WIDTH]] : i64
+// CHECK-NEXT:  %[[INSIDE:.*]] = llvm.icmp "sle" %[[END]], %{{.*}} : i64
+// CHECK-NEXT:  %[[FAST:.*]] = llvm.and %[[ALIGNED]], %[[INSIDE]] : i1
+// CHECK-NEXT:  llvm.cond_br %[[FAST]], ^[[PAIRS:.*]], ^[[ELEMENTS:bb[0-9]+]]
 // CHECK:       ^[[PAIRS]]:
 // 16 m-rows x 64 columns a warp: 2 row halves x 8 n-tiles = 16 pairs.
-// CHECK-COUNT-16: red.global.add.v2.f32
+// CHECK:       red.global.add.v2.f32 [$1], {$2, $3}
+// CHECK:       red.global.add.v2.f32 [$1], {$2, $3}
+// CHECK:       red.global.add.v2.f32 [$1+32], {$2, $3}
+// CHECK-COUNT-12: red.global.add.v2.f32 [$1+{{[0-9]+}}]
+// CHECK:       red.global.add.v2.f32 [$1+224], {$2, $3}
+// CHECK-NOT:   red.global
 // CHECK-NOT:   llvm.atomicrmw
 // CHECK:       llvm.br
 // CHECK:       ^[[ELEMENTS]]:

@@ -1179,7 +1179,8 @@ void MmaOp::build(OpBuilder &builder, OperationState &state, Type d, Value a,
                   Value b, Value bTile, Value acc, bool transposeB,
                   int64_t kBegin, int64_t kEnd) {
   build(builder, state, d, a, /*a_tile=*/Value(), b, bTile, acc,
-        /*transpose_a=*/false, transposeB, /*split_n=*/false, kBegin, kEnd);
+        /*transpose_a=*/false, transposeB, /*split_n=*/false, kBegin, kEnd,
+        /*n_begin=*/0, /*n_end=*/0);
 }
 
 Type MmaOp::getAElementType() {
@@ -1330,8 +1331,15 @@ LogicalResult MmaOp::verify() {
                          << ") must be a non-empty slice of K = " << k
                          << " in whole " << instr->shape.k
                          << "-column mma steps";
-  auto expected = FragType::get(getContext(), {m, n}, d.getElementType(),
-                                FragLayout::Acc);
+  auto [nBegin, nEnd] = getNRange();
+  if (nBegin >= nEnd || nEnd > n || nBegin % (2 * instr->shape.n) != 0 ||
+      nEnd % (2 * instr->shape.n) != 0)
+    return emitOpError() << "n range [" << nBegin << ", " << nEnd
+                         << ") must be a non-empty slice of N = " << n
+                         << " in whole pairs of " << instr->shape.n
+                         << "-column mma n-tiles";
+  auto expected = FragType::get(getContext(), {m, nEnd - nBegin},
+                                d.getElementType(), FragLayout::Acc);
   if (d != expected)
     return emitOpError() << "result must be " << Type(expected) << ", got "
                          << Type(d);

@@ -137,11 +137,13 @@ Value TileBuilder::mma(Value a, Value bBuffer, Value bTile, Value acc,
   if (!accType)
     accType = bType.getElementType().isInteger(8) ? Type(b.getI32Type())
                                                   : Type(b.getF32Type());
+  int64_t columns = (options.nEnd ? options.nEnd : mkn[2]) - options.nBegin;
   auto type =
-      FragType::get(b.getContext(), {mkn[0], mkn[2]}, accType, FragLayout::Acc);
+      FragType::get(b.getContext(), {mkn[0], columns}, accType, FragLayout::Acc);
   return MmaOp::create(b, here, type, a, options.aTile, bBuffer, bTile, acc,
                        options.transposeA, options.transposeB, options.splitN,
-                       options.kBegin, options.kEnd);
+                       options.kBegin, options.kEnd, options.nBegin,
+                       options.nEnd);
 }
 
 Value TileBuilder::dot(Value q, Value k, Value tile, int64_t headBegin,

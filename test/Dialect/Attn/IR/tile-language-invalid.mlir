@@ -173,6 +173,48 @@ attn.kernel @head_range arch(#attn.arch<sm_120>) {
 
 // -----
 
+// An n range is whole pairs of n-tiles (ldmatrix loads B's two at a time).
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @column_range_pairs arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %j = arith.constant 0 : index
+  // expected-error @below {{n range [8, 64) must be a non-empty slice of N = 64 in whole pairs of 8-column mma n-tiles}}
+  %dq = attn.mma %ds, %ks[%j] {n_begin = 8, transpose_a} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x56xf32>
+}
+
+// -----
+
+// The result holds the n range's columns only.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @column_range_result arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %j = arith.constant 0 : index
+  // expected-error @below {{result must be '!attn.frag<64x32xf32>', got '!attn.frag<64x64xf32>'}}
+  %dq = attn.mma %ds, %ks[%j] {n_begin = 32, transpose_a} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// An n range past N.
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+!lse = memref<?x?x?xf32>
+attn.kernel @column_range_end arch(#attn.arch<sm_120>) {
+^bb0(%q: !t, %k: !t, %v: !t, %o: !t, %lse: !lse):
+  %ds = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+  %ks = attn.smem_alloc {name = "K"} : memref<1x64x64xbf16, 3>
+  %j = arith.constant 0 : index
+  // expected-error @below {{n range [32, 96) must be a non-empty slice of N = 64}}
+  %dq = attn.mma %ds, %ks[%j] {n_begin = 32, n_end = 96, transpose_a} : memref<1x64x64xbf16, 3>, memref<1x64x64xbf16, 3> -> !attn.frag<64x64xf32>
+}
+
+// -----
+
 // A 'cols' vector broadcasts along the rows of a tile with as many columns.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>

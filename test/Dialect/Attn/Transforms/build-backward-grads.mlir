@@ -1,4 +1,4 @@
-// RUN: flashtile-opt %s -split-input-file -verify-diagnostics --attn-build-backward=tensor-grads=slopes | FileCheck %s
+// RUN: flashtile-opt %s -split-input-file -verify-diagnostics "--attn-build-backward=tensor-grads=slopes kv-warps=1" | FileCheck %s
 
 // The gradient of a tensor the score_mod reads: every kernel of the family
 // takes `slopes_grad` (f32, role accumulate) after the forward's extra

@@ -1,7 +1,28 @@
-// RUN: flashtile-opt %s -split-input-file --attn-build-backward | FileCheck %s
+// RUN: flashtile-opt %s -split-input-file --attn-build-backward=kv-warps=1 | FileCheck %s
 // RUN: flashtile-opt %s -split-input-file \
-// RUN:   --pass-pipeline='builtin.module(attn-build-backward,attn.kernel(attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers))' \
+// RUN:   --pass-pipeline='builtin.module(attn-build-backward{kv-warps=1},attn.kernel(attn-pipeline-copies,attn-allocate-shared-memory,attn-insert-barriers))' \
 // RUN:   | FileCheck %s --check-prefix=TILED
+// RUN: flashtile-opt %s -split-input-file --attn-build-backward \
+// RUN:   | FileCheck %s --check-prefix=DEFAULT
+
+// The checks without a prefix pin the shape of 4 row warps (kv-warps=1).
+// The default up to d = 128 is 2 row by 2 KV warps: each holds 32 keys
+// and half of dK's and dV's columns (64 x 32 accumulators in the block's
+// view), P^T and dS^T are staged for the products whose A they are, and
+// those products split B's columns (split_n).
+// DEFAULT-LABEL: attn.kernel @fa_bwd_main
+// DEFAULT-SAME:    config(#attn.config<tile_m = 64, tile_n = 64, stages = 2, warps = 4, q_in_regs = false, kv_warps = 2>)
+// DEFAULT-DAG:     %[[QS:.*]] = attn.smem_alloc {name = "Q"} : memref<2x64x64xbf16, 3>
+// DEFAULT-DAG:     %[[DOS:.*]] = attn.smem_alloc {name = "dO"} : memref<2x64x64xbf16, 3>
+// DEFAULT-DAG:     %[[DSS:.*]] = attn.smem_alloc {name = "dS"} : memref<1x64x64xbf16, 3>
+// DEFAULT-DAG:     %[[PS:.*]] = attn.smem_alloc {name = "P"} : memref<1x64x64xbf16, 3>
+// DEFAULT:         attn.kv_loop {{.*}} -> !attn.frag<64x32xf32>, !attn.frag<64x32xf32> attributes {masked}
+// DEFAULT:           attn.store_frag %{{.*}} -> %[[PS]]
+// DEFAULT:           attn.store_frag %{{.*}} -> %[[DSS]]
+// DEFAULT:           attn.mma %[[PS]], %[[DOS]][%{{.*}}], %{{.*}} {split_n}
+// DEFAULT:           attn.mma %[[DSS]], %[[QS]][%{{.*}}], %{{.*}} {split_n}
+// DEFAULT:           attn.mma %[[DSS]], %{{.*}} {split_n, transpose_a}
+// DEFAULT:           attn.store_tile %{{.*}} {accumulate} : !attn.frag<64x32xf32>
 
 // The causal backward of a bf16 d = 64 attention: three tile programs over
 // the family's eleven tensors and the family that launches them in order.
@@ -89,7 +110,11 @@ attn.kernel @fa arch(#attn.arch<sm_120>) {
 // CHECK-NOT:         arith.cmpi sgt
 // CHECK-NOT:         arith.cmpi slt
 // CHECK:             arith.cmpf oeq
-// CHECK:           attn.store_tile %{{.*}} -> %arg7[{{.*}}] {accumulate} : !attn.frag<64x128xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+// dQ = dS K in two column halves, each added before the next is formed:
+// CHECK:           attn.mma %{{.*}} {n_end = 64 : i64, transpose_a}
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c0{{.*}}] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+// CHECK:           attn.mma %{{.*}} {n_begin = 64 : i64, n_end = 128 : i64, transpose_a}
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
 attn.kernel @mixed arch(#attn.arch<sm_120>) {
 ^bb0(%q: !q, %k: !q, %v: !v, %o: !v, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !q, !q, !v -> !v, !lse

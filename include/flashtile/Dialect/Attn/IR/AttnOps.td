@@ -784,6 +784,12 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
     * With `k_begin` / `k_end` (multiples of the instruction's k; `k_end` 0
       is the end of K), the product runs over that slice of K only, how one
       tile of Q and K holds two attention maps (differential attention).
+    * With `n_begin` / `n_end` (multiples of two mma n-tiles; `n_end` 0 is
+      the end of N), D is that slice of the product's columns only:
+      M x (n_end - n_begin), from B's columns [n_begin, n_end) (its rows
+      with `transpose_b`) of the warp's share. A product split so holds
+      fewer accumulators at once: the backward forms dQ = dS K in column
+      halves, each stored before the next is formed.
 
     8-bit operands are read with K contiguous: A as [M][K] and B as [N][K]
     (ldmatrix has no 8-bit transpose on the sm80 path).
@@ -802,7 +808,9 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b,
                        UnitAttr:$split_n,
                        DefaultValuedAttr<I64Attr, "0">:$k_begin,
-                       DefaultValuedAttr<I64Attr, "0">:$k_end);
+                       DefaultValuedAttr<I64Attr, "0">:$k_end,
+                       DefaultValuedAttr<I64Attr, "0">:$n_begin,
+                       DefaultValuedAttr<I64Attr, "0">:$n_end);
   let results = (outs Attn_Frag:$d);
   let builders = [
     OpBuilder<(ins "::mlir::Type":$d, "::mlir::Value":$a,
@@ -813,7 +821,7 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// M, K and N of the product as the block sees it (K: the whole of A's
     /// K, before `k_begin` / `k_end`; N: one KV warp's share, from the
-    /// enclosing attn.kernel's config).
+    /// enclosing attn.kernel's config, before `n_begin` / `n_end`).
     int64_t getM();
     int64_t getK();
     int64_t getN();
@@ -832,6 +840,11 @@ def Attn_MmaOp : Attn_Op<"mma", [AttrSizedOperandSegments]> {
     std::pair<int64_t, int64_t> getKRange() {
       int64_t end = static_cast<int64_t>(getKEnd());
       return {static_cast<int64_t>(getKBegin()), end == 0 ? getK() : end};
+    }
+    /// The slice [begin, end) of N that D holds.
+    std::pair<int64_t, int64_t> getNRange() {
+      int64_t end = static_cast<int64_t>(getNEnd());
+      return {static_cast<int64_t>(getNBegin()), end == 0 ? getN() : end};
     }
     /// A's element type, in registers or in shared memory.
     ::mlir::Type getAElementType();

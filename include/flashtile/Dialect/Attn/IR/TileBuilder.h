@@ -111,6 +111,9 @@ public:
     bool splitN = false;
     mlir::Type accType = {};
     int64_t kBegin = 0, kEnd = 0;
+    /// The slice of N the result holds (attn.mma's n_begin / n_end; 0 and
+    /// 0: all of it).
+    int64_t nBegin = 0, nEnd = 0;
   };
   /// attn.mma: D = A B[bTile] (+ acc), B from `bBuffer`. The result is an
   /// accumulator of M x N (N: one KV warp's share of B's buffer rows with

@@ -72,11 +72,15 @@ def AttnBuildBackward : Pass<"attn-build-backward", "::mlir::ModuleOp"> {
     With `deterministic`, the last kernel is the query-parallel dQ kernel
     instead of the atomics and the convert. `tensor-grads` names extra
     tensors the score_mod reads whose gradients the main kernel adds into
-    `<name>_grad` arguments (role accumulate).
+    `<name>_grad` arguments (role accumulate). `kv-warps` keeps only the
+    candidate shapes with that many KV warps (0: any), as
+    `flashtile-compile --kv-warps` does.
   }];
   let options = [
     Option<"deterministic", "deterministic", "bool", /*default=*/"false",
            "dQ by a kernel of its own, without atomics">,
+    Option<"kvWarps", "kv-warps", "int64_t", /*default=*/"0",
+           "only the candidate shapes with this many KV warps (0: any)">,
     ListOption<"tensorGrads", "tensor-grads", "std::string",
                "extra tensors (by name) whose gradients the family adds "
                "into <name>_grad arguments">
