@@ -12,6 +12,9 @@
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 
+#include <cstdint>
+#include <limits>
+
 using namespace mlir;
 using namespace flashtile;
 using namespace flashtile::attn;
@@ -415,14 +418,16 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     }
     // Each pair of adjacent columns (C elements r, r + 1) as one predicated
     // red.global.add.v2.f32, with no branch per element, when every pair's
-    // address is 8-byte aligned (the first column's byte address is, the
-    // row stride is even, and the lanes' first columns are even) and the
-    // tile's columns all lie inside the tensor. Both tests are uniform
-    // across the block; where either fails, one atomic add per element.
-    // A pair's address is its row's address plus an immediate (its column
-    // offset), written into the instruction: only a row's address and
-    // whether the row is inside the tensor are registers (LLVM would hoist
-    // a loop-invariant column term per pair into a 64-bit register of its
+    // address is 8-byte aligned: the first column's byte address is, the
+    // row stride is even (the lanes' first columns are even), and so is
+    // the column extent (a pair lies inside it or outside it whole). The
+    // test is uniform across the block; where it fails, one atomic add per
+    // element. A pair's address is its row's address plus an immediate
+    // (its column offset), and its column test compares the lane's columns
+    // left in the tensor with an immediate, both written into the
+    // instruction: only a row's address, whether the row is inside, and
+    // the lane's columns left are registers (LLVM would hoist a
+    // loop-invariant column term per pair into a 64-bit register of its
     // own, which NVPTX's selection cannot fold back).
     Value tileCol = e.sext64(adaptor.getIndices()[*colDim]);
     Value firstColBytes = e.mul64(e.add64(offset, tileCol), e.i64(4));
@@ -430,18 +435,23 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
         e.add64(LLVM::PtrToIntOp::create(rewriter, loc,
                                          rewriter.getI64Type(), base),
                 firstColBytes),
-        e.mul64(rowStride, e.i64(4)));
+        e.bitOr(e.mul64(rowStride, e.i64(4)), e.mul64(colExtent, e.i64(4))));
     Value aligned = e.cmp(
         LLVM::ICmpPredicate::eq,
         LLVM::AndOp::create(rewriter, loc, misaligned, e.i64(7)), e.i64(0));
-    Value columnsInside =
-        e.cmp(LLVM::ICmpPredicate::sle, e.add64(tileCol, e.i64(cols)),
-              colExtent);
-    Value fast = LLVM::AndOp::create(rewriter, loc, aligned, columnsInside);
     requirePtxVersion(rewriter, op, kVectorF32ReductionPtxVersion);
     emitIfElse(
-        rewriter, loc, fast,
+        rewriter, loc, aligned,
         [&] {
+          // The lane's columns left in the tensor, at most 2^31 - 1 (a
+          // column offset is a small immediate).
+          Value left = LLVM::SubOp::create(rewriter, loc, colExtent, firstCol);
+          Value most = e.i64(std::numeric_limits<int32_t>::max());
+          left = LLVM::SelectOp::create(
+              rewriter, loc,
+              e.cmp(LLVM::ICmpPredicate::slt, left, most), left, most);
+          Value columnsLeft = LLVM::TruncOp::create(
+              rewriter, loc, rewriter.getI32Type(), left);
           // The lane's rows (16 i + dr from its first, dr from the C
           // table), each once: its address and whether it is inside.
           llvm::SmallDenseMap<int64_t, std::pair<Value, Value>> rowOf;
@@ -466,18 +476,20 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
               for (int64_t r = 0; r < perLane; r += 2) {
                 auto [dr, dc] = c.getCoord(0, r);
                 auto [inside, rowAddress] = rowAt(i, dr);
-                int64_t immediate = (8 * j + dc) * 4;
+                int64_t column = 8 * j + dc;
                 std::string ptx =
-                    "{ .reg .pred p; setp.ne.b32 p, $0, 0; "
-                    "@p red.global.add.v2.f32 [$1";
-                if (immediate)
-                  ptx += "+" + std::to_string(immediate);
-                ptx += "], {$2, $3}; }";
+                    "{ .reg .pred p, q; setp.ne.b32 p, $0, 0; "
+                    "setp.gt.s32 q, $1, " +
+                    std::to_string(column) +
+                    "; and.pred p, p, q; @p red.global.add.v2.f32 [$2";
+                if (column)
+                  ptx += "+" + std::to_string(column * 4);
+                ptx += "], {$3, $4}; }";
                 LLVM::InlineAsmOp::create(
                     rewriter, loc, TypeRange{},
-                    ValueRange{inside, rowAddress, element(i, j, r),
-                               element(i, j, r + 1)},
-                    ptx, "r,l,f,f", /*has_side_effects=*/true,
+                    ValueRange{inside, columnsLeft, rowAddress,
+                               element(i, j, r), element(i, j, r + 1)},
+                    ptx, "r,r,l,f,f", /*has_side_effects=*/true,
                     /*is_align_stack=*/false, LLVM::TailCallKind::None,
                     /*asm_dialect=*/LLVM::AsmDialectAttr(),
                     /*operand_attrs=*/ArrayAttr());

@@ -7,31 +7,28 @@
 // vector f32 reductions (sm_90 on; sm_120 by default, the kernel's chip),
 // each lane's pair of adjacent columns is one predicated
 // red.global.add.v2.f32, with no branch per element, once a uniform
-// run-time test has shown every pair 8-byte aligned (the first column's
-// byte address and 4 x the row stride are multiples of 8) and the tile's
-// columns inside the tensor (first column + 64 <= the column extent). A
-// pair's address is its row's plus an immediate: one register per row of
-// the lane (2 here), the column offsets 0, 32, ..., 224 bytes written into
-// the instruction. The function then needs PTX 8.1. Where the test fails,
-// and on an ISA without them (sm_80), one atomic add per element.
+// run-time test has shown every pair 8-byte aligned: the first column's
+// byte address, 4 x the row stride and 4 x the column extent are all
+// multiples of 8. A pair's address is its row's plus an immediate, and
+// its column test compares the lane's columns left ($1) with an
+// immediate: one address register per row of the lane (2 here), the
+// column offsets 0, 8, ..., 56 (0, 32, ..., 224 bytes) written into the
+// instruction. The function then needs PTX 8.1. Where the test fails, and
+// on an ISA without them (sm_80), one atomic add per element.
 // CHECK-LABEL: llvm.func @accumulate(
 // CHECK-SAME:  attn.min_ptx_version = 81
 // CHECK:       %[[BASE:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<1> to i64
 // CHECK:       %[[SEVEN:.*]] = llvm.mlir.constant(7 : i64)
 // CHECK-NEXT:  %[[LOW:.*]] = llvm.and %{{.*}}, %[[SEVEN]] : i64
 // CHECK-NEXT:  %[[ALIGNED:.*]] = llvm.icmp "eq" %[[LOW]], %{{.*}} : i64
-// CHECK-NEXT:  %[[WIDTH:.*]] = llvm.mlir.constant(64 : i64)
-// CHECK-NEXT:  %[[END:.*]] = llvm.add %{{.*}}, %[[WIDTH]] : i64
-// CHECK-NEXT:  %[[INSIDE:.*]] = llvm.icmp "sle" %[[END]], %{{.*}} : i64
-// CHECK-NEXT:  %[[FAST:.*]] = llvm.and %[[ALIGNED]], %[[INSIDE]] : i1
-// CHECK-NEXT:  llvm.cond_br %[[FAST]], ^[[PAIRS:.*]], ^[[ELEMENTS:bb[0-9]+]]
+// CHECK-NEXT:  llvm.cond_br %[[ALIGNED]], ^[[PAIRS:.*]], ^[[ELEMENTS:bb[0-9]+]]
 // CHECK:       ^[[PAIRS]]:
 // 16 m-rows x 64 columns a warp: 2 row halves x 8 n-tiles = 16 pairs.
-// CHECK:       red.global.add.v2.f32 [$1], {$2, $3}
-// CHECK:       red.global.add.v2.f32 [$1], {$2, $3}
-// CHECK:       red.global.add.v2.f32 [$1+32], {$2, $3}
-// CHECK-COUNT-12: red.global.add.v2.f32 [$1+{{[0-9]+}}]
-// CHECK:       red.global.add.v2.f32 [$1+224], {$2, $3}
+// CHECK:       setp.gt.s32 q, $1, 0; and.pred p, p, q; @p red.global.add.v2.f32 [$2], {$3, $4}; }", "r,r,l,f,f" %[[ROW0:[0-9]+]], %[[LEFT:[0-9]+]], %[[AT0:[0-9]+]],
+// CHECK:       setp.gt.s32 q, $1, 0; and.pred p, p, q; @p red.global.add.v2.f32 [$2], {$3, $4}; }", "r,r,l,f,f" %[[ROW8:[0-9]+]], %[[LEFT]], %[[AT8:[0-9]+]],
+// CHECK:       setp.gt.s32 q, $1, 8; and.pred p, p, q; @p red.global.add.v2.f32 [$2+32], {$3, $4}; }", "r,r,l,f,f" %[[ROW0]], %[[LEFT]], %[[AT0]],
+// CHECK-COUNT-12: red.global.add.v2.f32 [$2+{{[0-9]+}}]
+// CHECK:       setp.gt.s32 q, $1, 56; and.pred p, p, q; @p red.global.add.v2.f32 [$2+224], {$3, $4}; }", "r,r,l,f,f" %[[ROW8]], %[[LEFT]], %[[AT8]],
 // CHECK-NOT:   red.global
 // CHECK-NOT:   llvm.atomicrmw
 // CHECK:       llvm.br
