@@ -340,11 +340,10 @@ stage bench-bwd "$(verdict $status)" "$(grep -c flashtile "$out/bench_bwd.txt") 
 fi
 # ncu's view of the backward's main kernel (the chosen d = 128 one: 2 row
 # x 2 KV warps; the 4-row-warp shape chosen before it; and the
-# deterministic family's main kernel
-# without dQ's atomics and its dQ kernel) next to FA2's, on the same
-# inputs: where the time goes (speed of light, occupancy, warp stalls,
-# shared-memory bank conflicts, L2 reductions). The warm-up launches (one
-# per kernel) are skipped.
+# deterministic family's main kernel, without dQ's atomics, and its dQ
+# kernel) next to FA2's, on the same inputs: where the time goes (speed of
+# light, occupancy, warp stalls, shared-memory bank conflicts, L2
+# reductions). The warm-up launches (one per kernel) are skipped.
 if want profile-bwd; then
 profiled=("$kernels"/bwd/bwd_bf16_d128_full{,_r4,_det}.plan.json)
 # Per pass: each plan's main kernel, the deterministic plan's dQ kernel,

@@ -368,6 +368,11 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
                                             e.i32(r % 2));
     };
     int64_t perLane = rowState ? 2 : c.getElementsPerLane();
+    // The address of the element `elements` past the fixed indices' offset.
+    auto addressOf = [&](Value elements) {
+      return e.gep(base, e.mul64(e.add64(offset, elements),
+                                 e.i64(storedBytes)));
+    };
     // Element (i, j, r)'s tensor position and whether it lies inside the
     // tensor's extents.
     auto position = [&](int64_t i, int64_t j, int64_t r) {
@@ -384,9 +389,7 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
       } else {
         inRange = LLVM::AndOp::create(rewriter, loc, writer, inRange);
       }
-      Value at = e.gep(base, e.mul64(e.add64(offset, address),
-                                     e.i64(storedBytes)));
-      return std::make_pair(at, inRange);
+      return std::make_pair(addressOf(address), inRange);
     };
     // One element at a time, each inside an `if` of its own.
     auto elementwise = [&] {
@@ -462,9 +465,9 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
               Value inside = LLVM::ZExtOp::create(
                   rewriter, loc, rewriter.getI32Type(),
                   e.cmp(LLVM::ICmpPredicate::ult, row, rowExtent));
-              Value element = e.add64(
-                  offset, e.add64(e.mul64(row, rowStride), firstCol));
-              Value at = e.gep(base, e.mul64(element, e.i64(4)));
+              // Columns have stride 1 here (accumulatesPairs).
+              Value at =
+                  addressOf(e.add64(e.mul64(row, rowStride), firstCol));
               it->second = {inside, LLVM::PtrToIntOp::create(
                                         rewriter, loc, rewriter.getI64Type(),
                                         at)};

@@ -162,12 +162,12 @@ SmallVector<BackwardShape> pinShapes(ArrayRef<BackwardShape> shapes,
 /// than it; else `columns` whole. A warp of 16 rows then holds 32 of dQ's
 /// accumulators a thread at a time instead of 64 at d = 128.
 int64_t dQPieceColumns(int64_t columns, int64_t tileM, int64_t tileN) {
-  int64_t piece = columns;
+  int64_t best = 0;
   for (int64_t width : {tileM, tileN})
     if (width <= 64 && width % 16 == 0 && width < columns &&
-        columns % width == 0 && (piece == columns || width > piece))
-      piece = width;
-  return piece;
+        columns % width == 0)
+      best = std::max(best, width);
+  return best ? best : columns;
 }
 
 /// P = exp(score - LSE) in the exp2 domain: exp2(s c - lse log2(e)), `c`
@@ -1003,11 +1003,13 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
       dK = t.mma(dss, qs, j, carried[0], splitN);
     }
     if (!deterministic) {
-      // dQ = dS K in column pieces (dQPieceColumns), each added
-      // before the next is formed: a warp then holds one piece's
-      // accumulators at a time beside dK's and dV's (a whole 16 x 128
-      // piece is 64 registers a thread). With KV warps each holds a share
-      // of the columns already.
+      // dQ = dS K in column pieces (dQPieceColumns), each added before
+      // the next is formed: a warp then holds one piece's accumulators at
+      // a time beside dK's and dV's (a whole 16 x 128 piece is 64
+      // registers a thread). With KV warps a fragment's columns are the
+      // warp's share, which attn.store_tile places at kv_warp times its
+      // width, so a piece of a share cannot be stated: they form their
+      // share whole.
       TileBuilder::MmaOptions transposedA = splitN;
       transposedA.transposeA = true;
       int64_t columns = headDim / kvWarps;
