@@ -194,11 +194,20 @@ Value zeroWhere(OpBuilder &b, Location loc, Value dropped, Value p) {
   return arith::SelectOp::create(b, loc, dropped, zero, p);
 }
 
-/// The map body of dS = P (dP - D) scale over (P, dP, D, scale).
+/// The map body of dS / scale = P (dP - D) over (P, dP, D). The softmax
+/// scale, a factor of every dS, is applied once to what dS forms (dK in
+/// the main kernel, dQ where it is rounded: scaledBy), not per entry.
 Value scoreGradient(OpBuilder &b, Location loc, ValueRange x) {
   Value centred = arith::SubFOp::create(b, loc, x[1], x[2]);
-  Value weighted = arith::MulFOp::create(b, loc, x[0], centred);
-  return arith::MulFOp::create(b, loc, weighted, x[3]);
+  return arith::MulFOp::create(b, loc, x[0], centred);
+}
+
+/// `frag` times the softmax scale: dK and dQ, formed from dS / scale.
+Value scaledBy(TileBuilder &t, Value frag, Value scaleValue) {
+  return t.map({frag, scaleValue}, [](OpBuilder &b, Location loc,
+                                      ValueRange x) {
+    return arith::MulFOp::create(b, loc, x[0], x[1]).getResult();
+  });
 }
 
 /// Of `shapes`, builds with `build` the first whose shared-memory plan
@@ -333,7 +342,7 @@ struct BackwardBuilder {
                                       Value scaleValue, Value s, Value batch,
                                       Value head, Value q0, Value kv0) {
     if (!scoreMod)
-      return {p, dp, d, scaleValue};
+      return {p, dp, d};
     return {p, dp, d, scaleValue, s, batch, head, q0, kv0};
   }
 
@@ -373,9 +382,9 @@ struct BackwardBuilder {
                           bool keyRows) {
     if (!scoreMod)
       return scoreGradient(b, loc, x);
+    // The score_mod's argument is scale s, so dS / scale = ∂L/∂(scale s).
     ScoreModGradient gradient = differentiateAt(b, loc, x, keyRows);
-    Value ds = arith::MulFOp::create(b, loc, gradient.scoreAdjoint, x[3]);
-    return zeroWhereNoP(b, loc, x[0], ds);
+    return zeroWhereNoP(b, loc, x[0], gradient.scoreAdjoint);
   }
 
   /// Whether dQ has its own query-parallel kernel (no atomics: the same
@@ -667,7 +676,7 @@ void BackwardBuilder::buildConvert(OpBuilder &b, KernelOp kernel,
   Value row = arith::MulIOp::create(b, loc, blk.mBlock, t.index(tileM));
   SmallVector<Value> at = {blk.batch, row, blk.head, t.index(0)};
   Value dq = t.loadTile(arg(kernel, "dq_accum"), at, tileM, headDim);
-  t.storeTile(dq, arg(kernel, "dq"), at);
+  t.storeTile(scaledBy(t, dq, t.softmaxScale(scale)), arg(kernel, "dq"), at);
 }
 
 void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
@@ -770,7 +779,8 @@ void BackwardBuilder::buildDQ(OpBuilder &b, KernelOp kernel,
       loop(range.unmaskedBegin, range.unmaskedEnd, acc, false));
   if (leftEdge)
     acc = llvm::to_vector(loop(range.begin, range.unmaskedBegin, acc, true));
-  t.storeTile(acc[0], arg(kernel, "dq"), {blk.batch, q0, blk.head, t.index(0)});
+  t.storeTile(scaledBy(t, acc[0], scaleValue), arg(kernel, "dq"),
+              {blk.batch, q0, blk.head, t.index(0)});
 }
 
 void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
@@ -1037,7 +1047,8 @@ void BackwardBuilder::buildMain(OpBuilder &b, KernelOp kernel,
                      return step(j, carried, false);
                    });
   Value zero = t.index(0);
-  t.storeTile(grads[0], arg(kernel, "dk"), {blk.batch, kv0, blk.kvHead, zero});
+  t.storeTile(scaledBy(t, grads[0], scaleValue), arg(kernel, "dk"),
+              {blk.batch, kv0, blk.kvHead, zero});
   t.storeTile(grads[1], arg(kernel, "dv"), {blk.batch, kv0, blk.kvHead, zero});
 }
 

@@ -30,10 +30,23 @@
 // CHECK:             math.tanh
 // CHECK:             %[[T2:.*]] = arith.mulf %[[TT:.*]], %[[TT]] : f32
 // CHECK:             %[[ONE_MINUS:.*]] = arith.subf %{{.*}}, %[[T2]] : f32
-// CHECK:             %[[G:.*]] = arith.mulf %{{.*}}, %[[SC2]] : f32
+// dS / scale = ∂L/∂(scale s): no factor of the scale per entry.
+// CHECK:             %[[G:.*]] = arith.mulf %{{.*}}, %[[ONE_MINUS]] : f32
+// CHECK:             %[[CHAIN:.*]] = arith.mulf %[[G]], %{{.*}} : f32
+// CHECK-NOT:         arith.mulf %{{.*}}, %[[SC2]]
 // CHECK:             %[[DROPPED:.*]] = arith.cmpf oeq, %[[PP]], %[[ZERO:.*]] : f32
-// CHECK:             %[[DS:.*]] = arith.select %[[DROPPED]], %[[ZERO]], %[[G]] : f32
+// CHECK:             %[[DS:.*]] = arith.select %[[DROPPED]], %[[ZERO]], %[[CHAIN]] : f32
 // CHECK:             attn.yield %[[DS]] : f32
+// The scale is applied once, to dK before it is stored and to dQ where
+// the convert kernel rounds it.
+// CHECK:         %[[DK:.*]] = attn.map %{{.*}}#0, %[[SCALE]]
+// CHECK:           arith.mulf
+// CHECK:         attn.store_tile %[[DK]] -> %{{.*}}[%batch, %{{.*}}, %kv_head,
+// CHECK-LABEL: attn.kernel @softcap_bwd_convert
+// CHECK:         %[[ACC:.*]] = attn.load_tile
+// CHECK:         %[[CSCALE:.*]] = attn.softmax_scale
+// CHECK:         %[[DQ:.*]] = attn.map %[[ACC]], %[[CSCALE]]
+// CHECK:         attn.store_tile %[[DQ]]
 // CHECK:       attn.family @softcap_bwd
 
 // The deterministic family's dQ kernel applies the hook before the mask (a
