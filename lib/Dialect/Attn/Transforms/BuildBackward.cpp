@@ -335,9 +335,10 @@ struct BackwardBuilder {
                     &outside);
   }
 
-  /// The map operands that hookedScoreGradient reads after (P, dP, D,
-  /// scale): the raw scores, the batch, the head and the tiles' first
-  /// query and key.
+  /// The operands of dS's map: (P, dP, D), which scoreGradient reads;
+  /// with a score_mod also what differentiateAt reads after them: the
+  /// scale, the raw scores, the batch, the head and the tiles' first query
+  /// and key.
   SmallVector<Value> gradientOperands(Value p, Value dp, Value d,
                                       Value scaleValue, Value s, Value batch,
                                       Value head, Value q0, Value kv0) {
