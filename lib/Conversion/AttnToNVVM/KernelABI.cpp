@@ -1,6 +1,7 @@
 //===- KernelABI.cpp - The interface of a compiled kernel -----------------===//
 
 #include "flashtile/Conversion/AttnToNVVM/KernelABI.h"
+#include "flashtile/Dialect/Attn/Utils/MmaFragments.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
@@ -110,8 +111,13 @@ static Expr rowsOf(KernelOp kernel, TensorAttr decl) {
                                     : Expr::named(rows.str());
 }
 
-/// The extents of sequence tensor `i`, outermost first: (batch, rows,
-/// heads, dim) or (batch, heads, rows).
+/// The rows of a C tile (the 16-bit mma shape's C), which a C-tiled
+/// tensor's rows are padded to a multiple of (#attn.tensor's order).
+static int64_t getCTileRows() { return getOperandShape(16)->m; }
+
+/// The allocated extents of sequence tensor `i`, outermost first: (batch,
+/// rows, heads, dim) or (batch, heads, rows); a C-tiled one's rows
+/// rounded up to whole tiles.
 static std::vector<Expr> getExtents(KernelOp kernel, unsigned i) {
   TensorAttr decl = kernel.getTensorDecls()[i];
   Expr batch = Expr::named(abi::kBatchSize), rows = rowsOf(kernel, decl),
@@ -119,11 +125,19 @@ static std::vector<Expr> getExtents(KernelOp kernel, unsigned i) {
   auto type = cast<MemRefType>(kernel.getBodyBlock().getArgument(i).getType());
   if (type.getRank() == 3)
     return {batch, heads, rows};
+  if (decl.hasCTiles()) {
+    Expr tileRows = Expr::constant(getCTileRows());
+    rows = Expr::apply(Expr::Op::Mul,
+                       {Expr::apply(Expr::Op::CeilDiv, {rows, tileRows}),
+                        tileRows});
+  }
   return {batch, rows, heads, Expr::constant(type.getDimSize(3))};
 }
 
-/// The strides of a contiguous sequence tensor `i` but the last (1).
-static std::vector<Expr> getContiguousStrides(KernelOp kernel, unsigned i) {
+/// The strides but the last (1) of workspace `i`: contiguous over its
+/// extents, and a C-tiled one's head stride one tile row of the plane
+/// (16 x dim: each 16-row block holds its heads' planes one after another).
+static std::vector<Expr> getWorkspaceStrides(KernelOp kernel, unsigned i) {
   std::vector<Expr> extents = getExtents(kernel, i);
   std::vector<Expr> strides(extents.size() - 1);
   Expr inner = extents.back();
@@ -132,6 +146,9 @@ static std::vector<Expr> getContiguousStrides(KernelOp kernel, unsigned i) {
     if (d > 0)
       inner = Expr::apply(Expr::Op::Mul, {extents[d], inner});
   }
+  if (kernel.getTensorDecls()[i].hasCTiles())
+    strides[2] = Expr::apply(Expr::Op::Mul, {Expr::constant(getCTileRows()),
+                                             extents.back()});
   return strides;
 }
 
@@ -202,7 +219,7 @@ std::vector<plan::Param> flashtile::getKernelParams(KernelOp kernel) {
     int64_t rank = getTensorRank(kernel, i);
     std::vector<Expr> contiguous;
     if (isWorkspace(decl))
-      contiguous = getContiguousStrides(kernel, i);
+      contiguous = getWorkspaceStrides(kernel, i);
     for (auto [d, what] : llvm::enumerate(getStrideNames(rank))) {
       params.push_back(
           param(name + ".stride_" + what, ParamType::I64, K::Stride, name, d));

@@ -307,6 +307,78 @@ getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
   return {firstRow, firstCol};
 }
 
+/// Where a thread's elements of an accumulator lie in a C-tiled tensor
+/// (#attn.tensor's order "c_tiles"): the tile at (R, C) (R a multiple of
+/// the C tile's m rows, C of its n columns: attn.store_tile and
+/// attn.load_tile verify it) starts at element R * row stride + C * m past
+/// the fixed indices' offset (the tiles of a 16-row block follow one
+/// another along the columns; the head stride is one block's plane), and
+/// lane l's element r of it is at l * perLane + r: a lane's elements of a
+/// tile are one vector, a warp's a contiguous m x n block. A tile is
+/// inside the tensor when its first row and column are (its rows are
+/// padded to whole tiles, its columns, the head dim, are whole tiles).
+struct CTileAccess {
+  CTileAccess(TileOpContext &ctx, RewriterBase &rewriter, Location loc,
+              const TensorTileView &view, const MmaFragment &c,
+              ValueRange indices, int64_t rowDim, int64_t colDim,
+              int64_t rows, int64_t cols)
+      : e(ctx.e), rewriter(rewriter), loc(loc), view(view) {
+    ThreadCoords &thread = ctx.thread();
+    auto [tileRows, tileCols] = c.getMatrixShape();
+    m = tileRows;
+    n = tileCols;
+    perLane = c.getElementsPerLane();
+    firstRow = e.add64(e.sext64(indices[rowDim]),
+                       e.sext64(e.mul(thread.warp,
+                                      ctx.layout.rowsPerWarp(rows))));
+    Value firstCol = e.sext64(indices[colDim]);
+    // With KV warps a fragment with columns is the warp's share of them.
+    if (ctx.config.getKvWarps() > 1)
+      firstCol = e.add64(firstCol, e.sext64(e.mul(thread.kvWarp, cols)));
+    // The lane's element 0 of tile (0, 0), in elements.
+    laneOffset = e.add64(
+        view.offset,
+        e.add64(e.mul64(firstCol, e.i64(m)),
+                e.sext64(e.mul(thread.lane, perLane))));
+    // The columns left from the warp's first, at most 2^31 - 1 (a tile's
+    // column offset is a small immediate it is compared with).
+    Value left = LLVM::SubOp::create(rewriter, loc, view.colExtent, firstCol);
+    Value most = e.i64(std::numeric_limits<int32_t>::max());
+    left = LLVM::SelectOp::create(
+        rewriter, loc, e.cmp(LLVM::ICmpPredicate::slt, left, most), left,
+        most);
+    columnsLeft =
+        LLVM::TruncOp::create(rewriter, loc, rewriter.getI32Type(), left);
+  }
+
+  /// The C tile's bytes: tile (i, j + 1) is this many past tile (i, j).
+  int64_t tileBytes() const { return m * n * 4; }
+
+  /// The lane's element 0 of tile (i, 0), in elements from the base.
+  Value elementsAt(int64_t i) {
+    Value row = e.add64(firstRow, e.i64(m * i));
+    return e.add64(laneOffset, e.mul64(row, view.rowStride));
+  }
+  /// Whether the rows of tile (i, *) are inside the tensor (i1).
+  Value rowInside(int64_t i) {
+    return e.cmp(LLVM::ICmpPredicate::ult, e.add64(firstRow, e.i64(m * i)),
+                 view.rowExtent);
+  }
+  /// Whether tile (i, j) is inside the tensor (i1).
+  Value inside(int64_t i, int64_t j) {
+    return LLVM::AndOp::create(
+        rewriter, loc, rowInside(i),
+        e.cmp(LLVM::ICmpPredicate::sgt, columnsLeft, e.i32(n * j)));
+  }
+
+  Emitter &e;
+  RewriterBase &rewriter;
+  Location loc;
+  const TensorTileView &view;
+  int64_t m = 0, n = 0, perLane = 0;
+  Value firstRow, laneOffset, columnsLeft;
+};
+
 /// A register tile into a tensor of the kernel, each thread its own
 /// elements at the coordinates of the fragment tables, with no shared
 /// memory: a store (rounded to the tensor's type), or with `accumulate` an
@@ -414,6 +486,12 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
             });
           }
     };
+    if (op.getCTiles()) {
+      storeCTiles(op, adaptor.getIndices(), rewriter, ctx, view, c, element,
+                  rows, cols, mTiles, nTiles);
+      rewriter.eraseOp(op);
+      return success();
+    }
     if (!accumulatesPairs(op, c)) {
       elementwise();
       rewriter.eraseOp(op);
@@ -504,6 +582,74 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
   }
 
 private:
+  /// An f32 accumulator into a C-tiled tensor (CTileAccess): each lane's
+  /// elements of a tile as one predicated 16-byte vector, added
+  /// (red.global.add.v4.f32, where the ISA has vector reductions) or
+  /// stored (st.global.v4.f32); a warp's tile is then 512 contiguous
+  /// bytes, 4 cache lines, where the row-major order touches 8 per pair
+  /// of columns. A tile's address is its row of tiles' (a register) plus
+  /// an immediate, and its predicate is whether that row is inside and
+  /// whether the lane's columns left exceed the tile's first. Without
+  /// vector reductions, one atomic add (or store) per element at the same
+  /// addresses.
+  void storeCTiles(StoreTileOp op, ValueRange indices,
+                   ConversionPatternRewriter &rewriter,
+                   TileOpContext &ctx, const TensorTileView &view,
+                   const MmaFragment &c,
+                   llvm::function_ref<Value(int64_t, int64_t, int64_t)> element,
+                   int64_t rows, int64_t cols, int64_t mTiles,
+                   int64_t nTiles) const {
+    Location loc = op.getLoc();
+    Emitter &e = ctx.e;
+    CTileAccess tiles(ctx, rewriter, loc, view, c, indices, op.getRowDim(),
+                      op.getColDim(), rows, cols);
+    bool vector = tiles.perLane == 4 && (!op.getAccumulate() ||
+                                         isaHasVectorF32Reductions(target));
+    if (vector && op.getAccumulate())
+      requirePtxVersion(rewriter, op, kVectorF32ReductionPtxVersion);
+    for (int64_t i = 0; i < mTiles; ++i) {
+      Value at = e.gep(view.base, e.mul64(tiles.elementsAt(i), e.i64(4)));
+      if (!vector) {
+        for (int64_t j = 0; j < nTiles; ++j)
+          emitIf(rewriter, loc, tiles.inside(i, j), [&] {
+            for (int64_t r = 0; r < tiles.perLane; ++r) {
+              Value to = e.gep(at, e.i64(j * tiles.tileBytes() + 4 * r));
+              if (!op.getAccumulate())
+                LLVM::StoreOp::create(rewriter, loc, element(i, j, r), to, 4);
+              else
+                LLVM::AtomicRMWOp::create(rewriter, loc,
+                                          LLVM::AtomicBinOp::fadd, to,
+                                          element(i, j, r),
+                                          LLVM::AtomicOrdering::monotonic);
+            }
+          });
+        continue;
+      }
+      Value rowInside = LLVM::ZExtOp::create(
+          rewriter, loc, rewriter.getI32Type(), tiles.rowInside(i));
+      Value address =
+          LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), at);
+      for (int64_t j = 0; j < nTiles; ++j) {
+        std::string ptx = "{ .reg .pred p, q; setp.ne.b32 p, $0, 0; "
+                          "setp.gt.s32 q, $1, " +
+                          std::to_string(tiles.n * j) + "; and.pred p, p, q; @p " +
+                          (op.getAccumulate() ? "red.global.add" : "st.global") +
+                          ".v4.f32 [$2";
+        if (j)
+          ptx += "+" + std::to_string(j * tiles.tileBytes());
+        ptx += "], {$3, $4, $5, $6}; }";
+        SmallVector<Value> operands = {rowInside, tiles.columnsLeft, address};
+        for (int64_t r = 0; r < 4; ++r)
+          operands.push_back(element(i, j, r));
+        LLVM::InlineAsmOp::create(
+            rewriter, loc, TypeRange{}, operands, ptx, "r,r,l,f,f,f,f",
+            /*has_side_effects=*/true, /*is_align_stack=*/false,
+            LLVM::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
+            /*operand_attrs=*/ArrayAttr());
+      }
+    }
+  }
+
   /// Whether `op` adds f32 pairs of adjacent, contiguous columns that the
   /// ISA can add as one vector reduction: an accumulating store of an f32
   /// accumulator (not a row state, not packed halves) into a tensor whose
@@ -570,10 +716,37 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                            .getResult()
                      : e.i32(0);
 
+    SmallVector<Value> values(layout.numValues(type));
+    if (op.getCTiles()) {
+      // Each lane's elements of a C tile as one 16-byte vector
+      // (CTileAccess); a tile outside reads 0 (the load reads the
+      // tensor's first vector instead).
+      CTileAccess tiles(ctx, rewriter, loc, view, c, adaptor.getIndices(),
+                        rowDim, colDim, rows, cols);
+      auto vectorType = VectorType::get({tiles.perLane}, element);
+      for (int64_t i = 0; i < mTiles; ++i) {
+        Value at = tiles.elementsAt(i);
+        for (int64_t j = 0; j < nTiles; ++j) {
+          Value inRange = tiles.inside(i, j);
+          Value tile = e.select(
+              inRange, e.add64(at, e.i64(j * tiles.m * tiles.n)), e.i64(0));
+          Value loaded = LLVM::LoadOp::create(
+              rewriter, loc, vectorType,
+              e.gep(base, e.mul64(tile, e.i64(4))), 4 * tiles.perLane);
+          for (int64_t r = 0; r < tiles.perLane; ++r)
+            values[FragmentLayout::accIndex(i, j, r, nTiles)] = e.select(
+                inRange,
+                LLVM::ExtractElementOp::create(rewriter, loc, loaded,
+                                               e.i32(r)),
+                zero);
+        }
+      }
+      rewriter.replaceOp(op, e.pack(layout.convertType(type), values));
+      return success();
+    }
     auto [firstRow, firstCol] =
         getLaneTileOrigin(ctx, c, rows, cols, adaptor.getIndices(), rowDim,
                           colDim);
-    SmallVector<Value> values(layout.numValues(type));
     for (int64_t i = 0; i < mTiles; ++i)
       for (int64_t j = 0; j < nTiles; ++j)
         for (int64_t r = 0; r < c.getElementsPerLane(); ++r) {

@@ -163,11 +163,20 @@ std::pair<StringRef, StringRef> KernelOp::getArgNameAndRole(Value value) {
   int64_t extra = getExtraArgIndex(value);
   if (extra >= 0)
     return {getExtraArgName(extra), getExtraArgRole(extra)};
+  TensorAttr decl = getTensorDecl(value);
+  if (!decl)
+    return {};
+  return {decl.getName().getValue(), decl.getRole().getValue()};
+}
+
+TensorAttr KernelOp::getTensorDecl(Value value) {
   auto arg = dyn_cast<BlockArgument>(value);
   if (!arg || arg.getOwner() != &getBodyBlock())
     return {};
-  TensorAttr decl = getTensorDecls()[arg.getArgNumber()];
-  return {decl.getName().getValue(), decl.getRole().getValue()};
+  SmallVector<TensorAttr> decls = getTensorDecls();
+  if (arg.getArgNumber() >= decls.size())
+    return {};
+  return decls[arg.getArgNumber()];
 }
 
 ProblemAttr KernelOp::getProblemInfo() {
@@ -368,6 +377,19 @@ static LogicalResult verifyTensorDecl(KernelOp op, TensorAttr decl,
   if (!isArgRole(role) && role != "workspace")
     return op.emitOpError() << "tensor '" << name << "' has role '" << role
                             << "'; expected in, out, accumulate or workspace";
+  if (StringAttr order = decl.getOrder()) {
+    if (order.getValue() != TensorAttr::kCTiles)
+      return op.emitOpError() << "tensor '" << name << "' has order '"
+                              << order.getValue() << "'; the one order is '"
+                              << TensorAttr::kCTiles << "'";
+    // The plan allocates, pads and aligns a workspace; an argument's
+    // layout is its caller's.
+    if (role != "workspace")
+      return op.emitOpError()
+             << "tensor '" << name << "' is in order '" << order.getValue()
+             << "' but has role '" << role
+             << "'; only a workspace (whose bytes the plan lays out) can be";
+  }
   StringRef rows = decl.getRows().getValue(),
             heads = decl.getHeads().getValue();
   for (abi::SequenceSide side : abi::kSequenceSides)
@@ -466,6 +488,11 @@ static LogicalResult verifyTensors(KernelOp op) {
                               << " is accumulated with f32 atomics, "
                                  "so it must be f32, got "
                               << elt;
+    if (decl.hasCTiles() && (rowTensor || !elt.isF32()))
+      return op.emitOpError() << what
+                              << " is stored in C-fragment tiles, so it "
+                                 "must be a rank-4 f32 tensor, got "
+                              << type;
     if (rowTensor)
       continue;
     if (!elt.isF16() && !elt.isBF16() && !elt.isF32())
@@ -1010,6 +1037,60 @@ static LogicalResult verifyTileSource(Operation *op, StringRef verb,
   return success();
 }
 
+/// Whether `value` (an index) is known to be a multiple of `k`: a constant,
+/// or a product with such a factor, or a sum or difference of such terms.
+static bool isKnownMultipleOf(Value value, int64_t k) {
+  if (std::optional<int64_t> c = getConstantIntValue(value))
+    return *c % k == 0;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<arith::MulIOp>(def))
+    return isKnownMultipleOf(def->getOperand(0), k) ||
+           isKnownMultipleOf(def->getOperand(1), k);
+  if (isa<arith::AddIOp, arith::SubIOp>(def))
+    return isKnownMultipleOf(def->getOperand(0), k) &&
+           isKnownMultipleOf(def->getOperand(1), k);
+  return false;
+}
+
+/// A tile access's `c_tiles` against its tensor's declared order: present
+/// exactly when the tensor is stored in C-fragment tiles, and then the
+/// access is of an accumulator whose row and column indices are known to
+/// start tiles (16 x 8), so that each thread's elements of a tile are one
+/// vector.
+static LogicalResult verifyTileOrder(Operation *op, Value tensor,
+                                     ValueRange indices, bool cTiles,
+                                     bool accumulator) {
+  auto kernel = op->getParentOfType<KernelOp>();
+  TensorAttr decl = kernel ? kernel.getTensorDecl(tensor) : TensorAttr();
+  bool declared = decl && decl.hasCTiles();
+  if (declared != cTiles)
+    return op->emitOpError()
+           << (cTiles ? "has c_tiles, but its tensor is not declared in "
+                        "order 'c_tiles'"
+                      : "accesses a tensor declared in order 'c_tiles' "
+                        "without c_tiles; add it (the builder does)");
+  if (!cTiles)
+    return success();
+  if (!accumulator)
+    return op->emitOpError() << "accesses a C-tiled tensor with a row or "
+                                "column vector; only accumulator tiles";
+  auto type = cast<MemRefType>(tensor.getType());
+  int64_t rowDim = getTileRowDim(type), colDim = type.getRank() - 1;
+  // An accumulator's tiles are the C of the 16-bit mma shape.
+  MmaShape tile = *getOperandShape(16);
+  for (auto [dim, multiple, what] : {std::tuple{rowDim, tile.m, "row"},
+                                     std::tuple{colDim, tile.n, "column"}})
+    if (!isKnownMultipleOf(indices[dim], multiple))
+      return op->emitOpError()
+             << "accesses a C-tiled tensor at a " << what
+             << " index not known to be a multiple of " << multiple
+             << " (a tile's first " << what
+             << "); use a constant, or a product with one";
+  return success();
+}
+
 LogicalResult CopyTileOp::verify() {
   MemRefType src = getSrc().getType(), dst = getDst().getType();
   if (failed(verifyTileSource(*this, "copies", getSrc(), getIndices())))
@@ -1060,7 +1141,7 @@ LogicalResult LoadTileOp::verify() {
     return emitOpError() << "loads a tile in a kernel with KV warps that "
                             "split K (only a key-grid kernel's KV warps "
                             "split columns, each loading its share)";
-  return success();
+  return verifyTileOrder(*this, getSrc(), getIndices(), getCTiles(), !vector);
 }
 
 int64_t attn::getTileRowDim(MemRefType tensor) {
@@ -1127,7 +1208,7 @@ LogicalResult StoreTileOp::verify() {
                                   : "accumulators are partial")
                          << " (a key-grid kernel's KV warps each store their "
                             "share of an accumulator's columns)";
-  return success();
+  return verifyTileOrder(*this, getDst(), getIndices(), getCTiles(), !rows);
 }
 
 /// Checks that `type` is the fragment `shape` x `elementType`.

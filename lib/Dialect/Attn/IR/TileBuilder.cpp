@@ -328,7 +328,9 @@ void TileBuilder::store(Value acc, Value stage, const Block &block,
 
 void TileBuilder::storeTile(Value value, Value dst, ValueRange indices,
                             bool accumulate, const char *file, unsigned line) {
-  StoreTileOp::create(b, at(file, line), value, dst, indices, accumulate);
+  TensorAttr decl = kernel.getTensorDecl(dst);
+  StoreTileOp::create(b, at(file, line), value, dst, indices, accumulate,
+                      decl && decl.hasCTiles());
 }
 
 Value TileBuilder::loadTile(Value src, ValueRange indices, int64_t rows,
@@ -338,7 +340,9 @@ Value TileBuilder::loadTile(Value src, ValueRange indices, int64_t rows,
   if (element.isF16() || element.isBF16())
     element = b.getF32Type();
   auto type = FragType::get(b.getContext(), {rows, cols}, element);
-  return LoadTileOp::create(b, at(file, line), type, src, indices);
+  TensorAttr decl = kernel.getTensorDecl(src);
+  return LoadTileOp::create(b, at(file, line), type, src, indices,
+                            decl && decl.hasCTiles());
 }
 
 Value TileBuilder::loadVector(Value src, ValueRange indices, int64_t size,

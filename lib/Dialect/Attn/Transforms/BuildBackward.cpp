@@ -413,6 +413,10 @@ struct BackwardBuilder {
     StringRef name, role;
     bool keySide;
     MemRefType type;
+    /// Stored in C-fragment tiles (#attn.tensor's "c_tiles"): the dQ
+    /// accumulator, so that a warp's atomic adds of a C tile land in 512
+    /// contiguous bytes and the convert reads them back the same way.
+    bool cTiles = false;
   };
   /// The family's tensors, in argument order (the plan's argument names).
   SmallVector<Tensor> tensors() {
@@ -428,7 +432,7 @@ struct BackwardBuilder {
       list.append({{"kv_unmasked_first", "workspace", false, lseType},
                    {"kv_unmasked_end", "workspace", false, lseType}});
     if (!deterministic)
-      list.push_back({"dq_accum", "workspace", false, accType});
+      list.push_back({"dq_accum", "workspace", false, accType, true});
     list.append({{"dq", "out", false, qType},
                  {"dk", "out", true, kType},
                  {"dv", "out", true, vType}});
@@ -442,7 +446,9 @@ struct BackwardBuilder {
       decls.push_back(TensorAttr::get(
           b.getContext(), b.getStringAttr(tensor.name),
           b.getStringAttr(tensor.role), b.getStringAttr(side.rows),
-          b.getStringAttr(side.heads)));
+          b.getStringAttr(side.heads),
+          tensor.cTiles ? b.getStringAttr(TensorAttr::kCTiles)
+                        : StringAttr()));
     }
     return b.getArrayAttr(decls);
   }

@@ -1614,3 +1614,81 @@ attn.kernel @block_ranges_query_grid arch(#attn.arch<sm_120>) config(#attn.confi
     attn.yield %true : i1
   }
 }
+
+// -----
+
+// A tensor in C-fragment tiles (#attn.tensor's order): a workspace only,
+// rank-4 f32, accessed with c_tiles at tile-aligned indices.
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor 'ws' has order 'rows'; the one order is 'c_tiles'}}
+attn.kernel @c_tiles_order_name arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "rows">]} {
+^bb0(%q: !t, %ws: !acc):
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor 'dq' is in order 'c_tiles' but has role 'accumulate'; only a workspace (whose bytes the plan lays out) can be}}
+attn.kernel @c_tiles_argument arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"dq", "accumulate", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%dq: !acc):
+}
+
+// -----
+
+!lse = memref<?x?x?xf32, strided<[?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+// expected-error @below {{tensor 'ws' is stored in C-fragment tiles, so it must be a rank-4 f32 tensor, got 'memref<?x?x?xf32, strided<[?, ?, 1]>>'}}
+attn.kernel @c_tiles_rank3 arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !lse):
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_missing arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !acc):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{accesses a tensor declared in order 'c_tiles' without c_tiles; add it (the builder does)}}
+  attn.store_tile %s -> %ws[%c0, %c0, %c0, %c0] {accumulate} : !attn.frag<64x64xf32> -> !acc
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_undeclared arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q">]} {
+^bb0(%q: !t, %ws: !acc):
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{has c_tiles, but its tensor is not declared in order 'c_tiles'}}
+  %x = attn.load_tile %ws[%c0, %c0, %c0, %c0] {c_tiles} : !acc -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_row_index arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !acc):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %m, %h, %hkv, %b, %sq, %sk = attn.block_context %q, %q : !t, !t
+  %row = arith.muli %m, %c8 : index
+  // expected-error @below {{accesses a C-tiled tensor at a row index not known to be a multiple of 16 (a tile's first row); use a constant, or a product with one}}
+  attn.store_tile %s -> %ws[%b, %row, %h, %c0] {accumulate, c_tiles} : !attn.frag<64x64xf32> -> !acc
+}
+
+// -----
+
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_column_index arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !acc):
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  // expected-error @below {{accesses a C-tiled tensor at a column index not known to be a multiple of 8 (a tile's first column); use a constant, or a product with one}}
+  %x = attn.load_tile %ws[%c0, %c0, %c0, %c4] {c_tiles} : !acc -> !attn.frag<64x64xf32>
+}

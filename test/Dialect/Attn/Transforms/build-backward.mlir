@@ -22,14 +22,14 @@
 // DEFAULT:           attn.mma %[[PS]], %[[DOS]][%{{.*}}], %{{.*}} {split_n}
 // DEFAULT:           attn.mma %[[DSS]], %[[QS]][%{{.*}}], %{{.*}} {split_n}
 // DEFAULT:           attn.mma %[[DSS]], %{{.*}} {split_n, transpose_a}
-// DEFAULT:           attn.store_tile %{{.*}} {accumulate} : !attn.frag<64x32xf32>
+// DEFAULT:           attn.store_tile %{{.*}} {accumulate, c_tiles} : !attn.frag<64x32xf32>
 
 // The causal backward of a bf16 d = 64 attention: three tile programs over
 // the family's eleven tensors and the family that launches them in order.
 !t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
 !lse = memref<?x?x?xf32>
 // CHECK-LABEL: attn.kernel @fa_bwd_preprocess
-// CHECK-SAME:    tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"k", "in", "seqlen_k", "heads_kv">, #attn.tensor<"v", "in", "seqlen_k", "heads_kv">, #attn.tensor<"o", "in", "seqlen_q", "heads_q">, #attn.tensor<"lse", "in", "seqlen_q", "heads_q">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"d", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"dq_accum", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"dq", "out", "seqlen_q", "heads_q">, #attn.tensor<"dk", "out", "seqlen_k", "heads_kv">, #attn.tensor<"dv", "out", "seqlen_k", "heads_kv">]
+// CHECK-SAME:    tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"k", "in", "seqlen_k", "heads_kv">, #attn.tensor<"v", "in", "seqlen_k", "heads_kv">, #attn.tensor<"o", "in", "seqlen_q", "heads_q">, #attn.tensor<"lse", "in", "seqlen_q", "heads_q">, #attn.tensor<"do", "in", "seqlen_q", "heads_q">, #attn.tensor<"d", "workspace", "seqlen_q", "heads_q">, #attn.tensor<"dq_accum", "workspace", "seqlen_q", "heads_q", "c_tiles">, #attn.tensor<"dq", "out", "seqlen_q", "heads_q">, #attn.tensor<"dk", "out", "seqlen_k", "heads_kv">, #attn.tensor<"dv", "out", "seqlen_k", "heads_kv">]
 // CHECK:         attn.reduce_rows %{{.*}} {kind = "sum"}
 // CHECK:         attn.store_tile %{{.*}} -> %arg6[
 //
@@ -60,18 +60,18 @@
 // CHECK:           attn.mma %{{.*}}, %[[QS]][%[[J]]], %{{.*}} : !attn.frag<64x64xbf16>
 // CHECK:           attn.store_frag %{{.*}} -> %[[DSS]]
 // CHECK:           attn.mma %[[DSS]], %[[KS]][%{{.*}}] {transpose_a}
-// CHECK:           attn.store_tile %{{.*}} -> %arg7[{{.*}}] {accumulate}
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[{{.*}}] {accumulate, c_tiles}
 // Then the steps that need no mask:
 // CHECK:         attn.kv_loop {{.*}} iter_args(%[[GRADS]]#0, %[[GRADS]]#1)
 // CHECK:           attn.map
 // CHECK-NOT:         arith.cmp
 // CHECK:             math.exp2
 // CHECK-NEXT:        attn.yield
-// CHECK:           attn.store_tile %{{.*}} -> %arg7[{{.*}}] {accumulate}
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[{{.*}}] {accumulate, c_tiles}
 // CHECK:         attn.store_tile %{{.*}} -> %arg9[
 // CHECK:         attn.store_tile %{{.*}} -> %arg10[
 // CHECK-LABEL: attn.kernel @fa_bwd_convert
-// CHECK:         attn.load_tile %arg7
+// CHECK:         attn.load_tile %arg7[{{.*}}] {c_tiles}
 // CHECK:         attn.store_tile %{{.*}} -> %arg8[
 // CHECK:       attn.family @fa_bwd kernels [@fa_bwd_preprocess, @fa_bwd_main, @fa_bwd_convert]
 //
@@ -112,9 +112,9 @@ attn.kernel @fa arch(#attn.arch<sm_120>) {
 // CHECK:             arith.cmpf oeq
 // dQ = dS K in two column halves, each added before the next is formed:
 // CHECK:           attn.mma %{{.*}} {n_end = 64 : i64, transpose_a}
-// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c0{{.*}}] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c0{{.*}}] {accumulate, c_tiles} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
 // CHECK:           attn.mma %{{.*}} {n_begin = 64 : i64, n_end = 128 : i64, transpose_a}
-// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
+// CHECK:           attn.store_tile %{{.*}} -> %arg7[%{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}] {accumulate, c_tiles} : !attn.frag<64x64xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
 attn.kernel @mixed arch(#attn.arch<sm_120>) {
 ^bb0(%q: !q, %k: !q, %v: !v, %o: !v, %lse: !lse):
   attn.attention %q, %k, %v -> %o, %lse : !q, !q, !v -> !v, !lse

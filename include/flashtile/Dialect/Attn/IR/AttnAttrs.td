@@ -150,13 +150,41 @@ def Attn_TensorAttr : AttrDef<Attn_Dialect, "Tensor"> {
     pass values through (a backward's dQ accumulator, its D = rowsum(dO O));
     its sizes must be declared by an argument tensor too.
 
+    `order`, a rank-4 f32 workspace's only: "c_tiles" stores each (batch,
+    16-row block, head)'s 16 x dim plane as 16 x 8 tiles of the mma.sync C
+    fragment, one after another along the columns, each tile 128 f32 in
+    the C table's order (lane `l`'s element `r` at `l * 4 + r`): a warp
+    adds or reads a whole tile with one 16-byte access per lane, 512
+    contiguous bytes, where the row-major order spreads them over 8 rows
+    (8 cache lines). The rows are padded to a multiple of 16; the element
+    strides (batch, seq, head) are (ceil(rows / 16) 16 heads dim,
+    heads dim, 16 dim). Only attn.store_tile and attn.load_tile with
+    `c_tiles` access it.
+
     ```mlir
     #attn.tensor<"do", "in", "seqlen_q", "heads_q">
+    #attn.tensor<"dq_accum", "workspace", "seqlen_q", "heads_q", "c_tiles">
     ```
   }];
   let parameters = (ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$role,
-                        "::mlir::StringAttr":$rows, "::mlir::StringAttr":$heads);
-  let assemblyFormat = "`<` $name `,` $role `,` $rows `,` $heads `>`";
+                        "::mlir::StringAttr":$rows, "::mlir::StringAttr":$heads,
+                        OptionalParameter<"::mlir::StringAttr">:$order);
+  let builders = [
+    AttrBuilder<(ins "::mlir::StringAttr":$name, "::mlir::StringAttr":$role,
+                     "::mlir::StringAttr":$rows, "::mlir::StringAttr":$heads), [{
+      return $_get($_ctxt, name, role, rows, heads, ::mlir::StringAttr());
+    }]>
+  ];
+  let assemblyFormat =
+      "`<` $name `,` $role `,` $rows `,` $heads (`,` $order^)? `>`";
+  let extraClassDeclaration = [{
+    /// The one order a declaration may name (`order`).
+    static constexpr ::llvm::StringLiteral kCTiles = "c_tiles";
+    /// Whether the tensor is stored in C-fragment tiles.
+    bool hasCTiles() const {
+      return getOrder() && getOrder().getValue() == kCTiles;
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -142,6 +142,9 @@ def Attn_KernelOp : Attn_Op<"kernel", [
     /// or an extra argument; empty names when it is neither.
     std::pair<::llvm::StringRef, ::llvm::StringRef>
     getArgNameAndRole(::mlir::Value value);
+    /// The declaration of `value` when it is one of the sequence tensors,
+    /// else null.
+    TensorAttr getTensorDecl(::mlir::Value value);
     /// What the kernel computes: the attn.attention's mask and scale at the
     /// kernel level, the recorded `problem` at the tile level, and in a
     /// tile program without one, what its ops state
@@ -1113,6 +1116,13 @@ def Attn_StoreTileOp : Attn_Op<"store_tile"> {
     fixed, so an f32 sum is not bit-reproducible. Not with KV warps (their
     tiles are partial).
 
+    `c_tiles` is present exactly when `dst` is declared in that order (a
+    workspace's `#attn.tensor` order "c_tiles"): each thread then writes
+    its C elements of a 16 x 8 tile as one 16-byte vector (an f32 tile,
+    added as `red.global.add.v4.f32` where the ISA has it), and the row
+    and column indices must be known multiples of 16 and 8 (constants, or
+    products and sums of them), so that the tiles are the tensor's.
+
     ```mlir
     attn.store_tile %d -> %out[%r, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
     attn.store_tile %dq -> %dq_accum[%b, %row, %h, %c0] {accumulate} : !attn.frag<64x128xf32> -> memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>>
@@ -1120,7 +1130,8 @@ def Attn_StoreTileOp : Attn_Op<"store_tile"> {
     ```
   }];
   let arguments = (ins Attn_Frag:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Variadic<Index>:$indices, UnitAttr:$accumulate);
+                       Variadic<Index>:$indices, UnitAttr:$accumulate,
+                       UnitAttr:$c_tiles);
   let assemblyFormat = [{
     $value `->` $dst `[` $indices `]` attr-dict `:`
     qualified(type($value)) `->` qualified(type($dst))
@@ -1149,7 +1160,9 @@ def Attn_LoadTileOp : Attn_Op<"load_tile"> {
     reads i32. `src` is a tensor argument of the
     kernel (a declared tensor or an extra tensor) of role "in", or a
     workspace: how a family's later kernel reads what an earlier one
-    accumulated (the backward's dQ convert).
+    accumulated (the backward's dQ convert). `c_tiles` as for
+    attn.store_tile: a tensor stored in C-fragment tiles, read with one
+    16-byte load per thread and tile.
 
     ```mlir
     %dq = attn.load_tile %dq_accum[%b, %row, %h, %c0] : memref<?x?x?x128xf32, strided<[?, ?, ?, 1]>> -> !attn.frag<64x128xf32>
@@ -1157,7 +1170,7 @@ def Attn_LoadTileOp : Attn_Op<"load_tile"> {
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
-                       Variadic<Index>:$indices);
+                       Variadic<Index>:$indices, UnitAttr:$c_tiles);
   let results = (outs Attn_Frag:$result);
   let assemblyFormat = [{
     $src `[` $indices `]` attr-dict `:` qualified(type($src)) `->`
