@@ -335,11 +335,15 @@ struct CTileAccess {
     // With KV warps a fragment with columns is the warp's share of them.
     if (ctx.config.getKvWarps() > 1)
       firstCol = e.add64(firstCol, e.sext64(e.mul(thread.kvWarp, cols)));
-    // The lane's element 0 of tile (0, 0), in elements.
-    laneOffset = e.add64(
+    // The lane's element 0 of tile (0, 0) but for the rows' term, and the
+    // bytes a row moves it: each tile's address is then one multiply-add
+    // from them, and they stay the same across a loop.
+    Value laneOffset = e.add64(
         view.offset,
         e.add64(e.mul64(firstCol, e.i64(m)),
                 e.sext64(e.mul(thread.lane, perLane))));
+    laneBase = e.gep(view.base, e.mul64(laneOffset, e.i64(4)));
+    rowBytes = e.mul64(view.rowStride, e.i64(4));
     // The columns left from the warp's first, at most 2^31 - 1 (a tile's
     // column offset is a small immediate it is compared with).
     Value left = LLVM::SubOp::create(rewriter, loc, view.colExtent, firstCol);
@@ -354,10 +358,10 @@ struct CTileAccess {
   /// The C tile's bytes: tile (i, j + 1) is this many past tile (i, j).
   int64_t tileBytes() const { return m * n * 4; }
 
-  /// The lane's element 0 of tile (i, 0), in elements from the base.
-  Value elementsAt(int64_t i) {
+  /// The address of the lane's element 0 of tile (i, 0).
+  Value addressAt(int64_t i) {
     Value row = e.add64(firstRow, e.i64(m * i));
-    return e.add64(laneOffset, e.mul64(row, view.rowStride));
+    return e.gep(laneBase, e.mul64(row, rowBytes));
   }
   /// Whether the rows of tile (i, *) are inside the tensor (i1).
   Value rowInside(int64_t i) {
@@ -376,7 +380,7 @@ struct CTileAccess {
   Location loc;
   const TensorTileView &view;
   int64_t m = 0, n = 0, perLane = 0;
-  Value firstRow, laneOffset, columnsLeft;
+  Value firstRow, laneBase, rowBytes, columnsLeft;
 };
 
 /// A register tile into a tensor of the kernel, each thread its own
@@ -608,7 +612,7 @@ private:
     if (vector && op.getAccumulate())
       requirePtxVersion(rewriter, op, kVectorF32ReductionPtxVersion);
     for (int64_t i = 0; i < mTiles; ++i) {
-      Value at = e.gep(view.base, e.mul64(tiles.elementsAt(i), e.i64(4)));
+      Value at = tiles.addressAt(i);
       if (!vector) {
         for (int64_t j = 0; j < nTiles; ++j)
           emitIf(rewriter, loc, tiles.inside(i, j), [&] {
@@ -725,14 +729,14 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
                         rowDim, colDim, rows, cols);
       auto vectorType = VectorType::get({tiles.perLane}, element);
       for (int64_t i = 0; i < mTiles; ++i) {
-        Value at = tiles.elementsAt(i);
+        Value at = tiles.addressAt(i);
         for (int64_t j = 0; j < nTiles; ++j) {
           Value inRange = tiles.inside(i, j);
-          Value tile = e.select(
-              inRange, e.add64(at, e.i64(j * tiles.m * tiles.n)), e.i64(0));
-          Value loaded = LLVM::LoadOp::create(
-              rewriter, loc, vectorType,
-              e.gep(base, e.mul64(tile, e.i64(4))), 4 * tiles.perLane);
+          Value tile = LLVM::SelectOp::create(
+              rewriter, loc, inRange,
+              e.gep(at, e.i64(j * tiles.tileBytes())), base);
+          Value loaded = LLVM::LoadOp::create(rewriter, loc, vectorType, tile,
+                                              4 * tiles.perLane);
           for (int64_t r = 0; r < tiles.perLane; ++r)
             values[FragmentLayout::accIndex(i, j, r, nTiles)] = e.select(
                 inRange,
