@@ -1080,14 +1080,20 @@ static LogicalResult verifyTileOrder(Operation *op, Value tensor,
   int64_t rowDim = getTileRowDim(type), colDim = type.getRank() - 1;
   // An accumulator's tiles are the C of the 16-bit mma shape.
   MmaShape tile = *getOperandShape(16);
-  for (auto [dim, multiple, what] : {std::tuple{rowDim, tile.m, "row"},
-                                     std::tuple{colDim, tile.n, "column"}})
-    if (!isKnownMultipleOf(indices[dim], multiple))
-      return op->emitOpError()
-             << "accesses a C-tiled tensor at a " << what
-             << " index not known to be a multiple of " << multiple
-             << " (a tile's first " << what
-             << "); use a constant, or a product with one";
+  if (!isKnownMultipleOf(indices[rowDim], tile.m))
+    return op->emitOpError()
+           << "accesses a C-tiled tensor at a row index not known to be a "
+              "multiple of "
+           << tile.m << " (a tile's first row); use a constant, or a "
+           << "product with one";
+  // The lowering tests a tile's columns against those left from the first
+  // (one register), which a negative first column would overstate.
+  std::optional<int64_t> column = getConstantIntValue(indices[colDim]);
+  if (!column || *column < 0 || *column % tile.n != 0)
+    return op->emitOpError()
+           << "accesses a C-tiled tensor at a column index that is not a "
+              "non-negative constant multiple of "
+           << tile.n << " (a tile's first column)";
   return success();
 }
 
@@ -1095,6 +1101,14 @@ LogicalResult CopyTileOp::verify() {
   MemRefType src = getSrc().getType(), dst = getDst().getType();
   if (failed(verifyTileSource(*this, "copies", getSrc(), getIndices())))
     return failure();
+  // Its strides alias rows and heads in the row-major view a copy reads.
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (TensorAttr decl = kernel ? kernel.getTensorDecl(getSrc()) : TensorAttr())
+    if (decl.hasCTiles())
+      return emitOpError() << "copies from tensor '"
+                           << decl.getName().getValue()
+                           << "', which is stored in C-fragment tiles; read "
+                              "it with attn.load_tile {c_tiles}";
   if (src.getElementType() != dst.getElementType())
     return emitOpError() << "copies " << src.getElementType() << " into a "
                          << dst.getElementType() << " buffer";

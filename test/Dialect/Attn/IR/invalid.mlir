@@ -1689,6 +1689,33 @@ attn.kernel @c_tiles_column_index arch(#attn.arch<sm_120>) attributes {tensors =
 ^bb0(%q: !t, %ws: !acc):
   %c0 = arith.constant 0 : index
   %c4 = arith.constant 4 : index
-  // expected-error @below {{accesses a C-tiled tensor at a column index not known to be a multiple of 8 (a tile's first column); use a constant, or a product with one}}
+  // expected-error @below {{accesses a C-tiled tensor at a column index that is not a non-negative constant multiple of 8 (a tile's first column)}}
   %x = attn.load_tile %ws[%c0, %c0, %c0, %c4] {c_tiles} : !acc -> !attn.frag<64x64xf32>
+}
+
+// -----
+
+// A negative first column would pass the lowering's columns-left test.
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_negative_column arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !acc):
+  %s = attn.splat {value = 0.0 : f32} : !attn.frag<64x64xf32>
+  %c0 = arith.constant 0 : index
+  %cm8 = arith.constant -8 : index
+  // expected-error @below {{accesses a C-tiled tensor at a column index that is not a non-negative constant multiple of 8 (a tile's first column)}}
+  attn.store_tile %s -> %ws[%c0, %c0, %c0, %cm8] {accumulate, c_tiles} : !attn.frag<64x64xf32> -> !acc
+}
+
+// -----
+
+// A copy reads rows through the strides, which a C-tiled tensor's alias.
+!acc = memref<?x?x?x64xf32, strided<[?, ?, ?, 1]>>
+!t = memref<?x?x?x64xbf16, strided<[?, ?, ?, 1]>>
+attn.kernel @c_tiles_copy arch(#attn.arch<sm_120>) attributes {tensors = [#attn.tensor<"q", "in", "seqlen_q", "heads_q">, #attn.tensor<"ws", "workspace", "seqlen_q", "heads_q", "c_tiles">]} {
+^bb0(%q: !t, %ws: !acc):
+  %c0 = arith.constant 0 : index
+  %buf = attn.smem_alloc {name = "W"} : memref<1x64x64xf32, 3>
+  // expected-error @below {{copies from tensor 'ws', which is stored in C-fragment tiles; read it with attn.load_tile {c_tiles}}}
+  attn.copy_tile %ws[%c0, %c0, %c0, %c0] -> %buf[%c0] : !acc -> memref<1x64x64xf32, 3>
 }
