@@ -1120,8 +1120,9 @@ def Attn_StoreTileOp : Attn_Op<"store_tile"> {
     workspace's `#attn.tensor` order "c_tiles"): each thread then writes
     its C elements of a 16 x 8 tile as one 16-byte vector (an f32 tile,
     added as `red.global.add.v4.f32` where the ISA has it), and the row
-    and column indices must be known multiples of 16 and 8 (constants, or
-    products and sums of them), so that the tiles are the tensor's.
+    index must be a known multiple of 16 (a constant, or products and sums
+    with one) and the column index a non-negative constant multiple of 8,
+    so that the tiles are the tensor's.
 
     ```mlir
     attn.store_tile %d -> %out[%r, %c0] {accumulate} : !attn.frag<64x64xf32> -> memref<?x?xf32, strided<[?, 1]>>
