@@ -307,6 +307,51 @@ getLaneTileOrigin(TileOpContext &ctx, const MmaFragment &c, int64_t rows,
   return {firstRow, firstCol};
 }
 
+/// The columns left in a tensor from `firstCol` (i64) to `colExtent`, as
+/// an i32 clamped to 2^31 - 1: the register a predicated vector access
+/// (emitPredicatedVectorAccess) compares its column immediate with.
+static Value getColumnsLeft(Emitter &e, RewriterBase &rewriter, Location loc,
+                            Value colExtent, Value firstCol) {
+  Value left = LLVM::SubOp::create(rewriter, loc, colExtent, firstCol);
+  Value most = e.i64(std::numeric_limits<int32_t>::max());
+  left = LLVM::SelectOp::create(
+      rewriter, loc, e.cmp(LLVM::ICmpPredicate::slt, left, most), left, most);
+  return LLVM::TruncOp::create(rewriter, loc, rewriter.getI32Type(), left);
+}
+
+/// One global access of `values.size()` f32 as a vector, in inline PTX
+/// (`opcode`: red.global.add or st.global), at `address` (i64) plus the
+/// immediate `byteOffset`, predicated on `rowInside` (i32, non-zero) and
+/// `columnsLeft` > the immediate `column`: only the row's address and the
+/// two tests' operands are registers.
+static void emitPredicatedVectorAccess(RewriterBase &rewriter, Location loc,
+                                       StringRef opcode, Value rowInside,
+                                       Value columnsLeft, int64_t column,
+                                       Value address, int64_t byteOffset,
+                                       ValueRange values) {
+  std::string ptx = "{ .reg .pred p, q; setp.ne.b32 p, $0, 0; "
+                    "setp.gt.s32 q, $1, " +
+                    std::to_string(column) + "; and.pred p, p, q; @p " +
+                    opcode.str() + ".v" + std::to_string(values.size()) +
+                    ".f32 [$2";
+  if (byteOffset)
+    ptx += "+" + std::to_string(byteOffset);
+  ptx += "], {";
+  std::string constraints = "r,r,l";
+  for (size_t v = 0; v < values.size(); ++v) {
+    ptx += (v ? ", $" : "$") + std::to_string(3 + v);
+    constraints += ",f";
+  }
+  ptx += "}; }";
+  SmallVector<Value> operands = {rowInside, columnsLeft, address};
+  llvm::append_range(operands, values);
+  LLVM::InlineAsmOp::create(
+      rewriter, loc, TypeRange{}, operands, ptx, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
+      /*operand_attrs=*/ArrayAttr());
+}
+
 /// Where a thread's elements of an accumulator lie in a C-tiled tensor
 /// (#attn.tensor's order "c_tiles"): the tile at (R, C) (R a multiple of
 /// the C tile's m rows, C of its n columns: attn.store_tile and
@@ -344,15 +389,8 @@ struct CTileAccess {
                 e.sext64(e.mul(thread.lane, perLane))));
     laneBase = e.gep(view.base, e.mul64(laneOffset, e.i64(4)));
     rowBytes = e.mul64(view.rowStride, e.i64(4));
-    // The columns left from the warp's first, at most 2^31 - 1 (a tile's
-    // column offset is a small immediate it is compared with).
-    Value left = LLVM::SubOp::create(rewriter, loc, view.colExtent, firstCol);
-    Value most = e.i64(std::numeric_limits<int32_t>::max());
-    left = LLVM::SelectOp::create(
-        rewriter, loc, e.cmp(LLVM::ICmpPredicate::slt, left, most), left,
-        most);
-    columnsLeft =
-        LLVM::TruncOp::create(rewriter, loc, rewriter.getI32Type(), left);
+    // The columns left from the warp's first.
+    columnsLeft = getColumnsLeft(e, rewriter, loc, view.colExtent, firstCol);
   }
 
   /// The C tile's bytes: tile (i, j + 1) is this many past tile (i, j).
@@ -368,10 +406,10 @@ struct CTileAccess {
     return e.cmp(LLVM::ICmpPredicate::ult, e.add64(firstRow, e.i64(m * i)),
                  view.rowExtent);
   }
-  /// Whether tile (i, j) is inside the tensor (i1).
-  Value inside(int64_t i, int64_t j) {
+  /// Whether tile (i, j) is inside the tensor (i1), from rowInside(i).
+  Value inside(Value rowInside, int64_t j) {
     return LLVM::AndOp::create(
-        rewriter, loc, rowInside(i),
+        rewriter, loc, rowInside,
         e.cmp(LLVM::ICmpPredicate::sgt, columnsLeft, e.i32(n * j)));
   }
 
@@ -528,15 +566,9 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
     emitIfElse(
         rewriter, loc, aligned,
         [&] {
-          // The lane's columns left in the tensor, at most 2^31 - 1 (a
-          // column offset is a small immediate).
-          Value left = LLVM::SubOp::create(rewriter, loc, colExtent, firstCol);
-          Value most = e.i64(std::numeric_limits<int32_t>::max());
-          left = LLVM::SelectOp::create(
-              rewriter, loc,
-              e.cmp(LLVM::ICmpPredicate::slt, left, most), left, most);
-          Value columnsLeft = LLVM::TruncOp::create(
-              rewriter, loc, rewriter.getI32Type(), left);
+          // The lane's columns left in the tensor.
+          Value columnsLeft =
+              getColumnsLeft(e, rewriter, loc, colExtent, firstCol);
           // The lane's rows (16 i + dr from its first, dr from the C
           // table), each once: its address and whether it is inside.
           llvm::SmallDenseMap<int64_t, std::pair<Value, Value>> rowOf;
@@ -562,22 +594,10 @@ struct StoreTileLowering : public AttnOpLoweringPattern<StoreTileOp> {
                 auto [dr, dc] = c.getCoord(0, r);
                 auto [inside, rowAddress] = rowAt(i, dr);
                 int64_t column = 8 * j + dc;
-                std::string ptx =
-                    "{ .reg .pred p, q; setp.ne.b32 p, $0, 0; "
-                    "setp.gt.s32 q, $1, " +
-                    std::to_string(column) +
-                    "; and.pred p, p, q; @p red.global.add.v2.f32 [$2";
-                if (column)
-                  ptx += "+" + std::to_string(column * 4);
-                ptx += "], {$3, $4}; }";
-                LLVM::InlineAsmOp::create(
-                    rewriter, loc, TypeRange{},
-                    ValueRange{inside, columnsLeft, rowAddress,
-                               element(i, j, r), element(i, j, r + 1)},
-                    ptx, "r,r,l,f,f", /*has_side_effects=*/true,
-                    /*is_align_stack=*/false, LLVM::TailCallKind::None,
-                    /*asm_dialect=*/LLVM::AsmDialectAttr(),
-                    /*operand_attrs=*/ArrayAttr());
+                emitPredicatedVectorAccess(
+                    rewriter, loc, "red.global.add", inside, columnsLeft,
+                    column, rowAddress, column * 4,
+                    {element(i, j, r), element(i, j, r + 1)});
               }
         },
         elementwise);
@@ -614,8 +634,9 @@ private:
     for (int64_t i = 0; i < mTiles; ++i) {
       Value at = tiles.addressAt(i);
       if (!vector) {
+        Value rowInside = tiles.rowInside(i);
         for (int64_t j = 0; j < nTiles; ++j)
-          emitIf(rewriter, loc, tiles.inside(i, j), [&] {
+          emitIf(rewriter, loc, tiles.inside(rowInside, j), [&] {
             for (int64_t r = 0; r < tiles.perLane; ++r) {
               Value to = e.gep(at, e.i64(j * tiles.tileBytes() + 4 * r));
               if (!op.getAccumulate())
@@ -634,22 +655,13 @@ private:
       Value address =
           LLVM::PtrToIntOp::create(rewriter, loc, rewriter.getI64Type(), at);
       for (int64_t j = 0; j < nTiles; ++j) {
-        std::string ptx = "{ .reg .pred p, q; setp.ne.b32 p, $0, 0; "
-                          "setp.gt.s32 q, $1, " +
-                          std::to_string(tiles.n * j) + "; and.pred p, p, q; @p " +
-                          (op.getAccumulate() ? "red.global.add" : "st.global") +
-                          ".v4.f32 [$2";
-        if (j)
-          ptx += "+" + std::to_string(j * tiles.tileBytes());
-        ptx += "], {$3, $4, $5, $6}; }";
-        SmallVector<Value> operands = {rowInside, tiles.columnsLeft, address};
-        for (int64_t r = 0; r < 4; ++r)
-          operands.push_back(element(i, j, r));
-        LLVM::InlineAsmOp::create(
-            rewriter, loc, TypeRange{}, operands, ptx, "r,r,l,f,f,f,f",
-            /*has_side_effects=*/true, /*is_align_stack=*/false,
-            LLVM::TailCallKind::None, /*asm_dialect=*/LLVM::AsmDialectAttr(),
-            /*operand_attrs=*/ArrayAttr());
+        SmallVector<Value> values;
+        for (int64_t r = 0; r < tiles.perLane; ++r)
+          values.push_back(element(i, j, r));
+        emitPredicatedVectorAccess(
+            rewriter, loc, op.getAccumulate() ? "red.global.add" : "st.global",
+            rowInside, tiles.columnsLeft, tiles.n * j, address,
+            j * tiles.tileBytes(), values);
       }
     }
   }
@@ -730,8 +742,9 @@ struct LoadTileLowering : public AttnOpLoweringPattern<LoadTileOp> {
       auto vectorType = VectorType::get({tiles.perLane}, element);
       for (int64_t i = 0; i < mTiles; ++i) {
         Value at = tiles.addressAt(i);
+        Value rowInside = tiles.rowInside(i);
         for (int64_t j = 0; j < nTiles; ++j) {
-          Value inRange = tiles.inside(i, j);
+          Value inRange = tiles.inside(rowInside, j);
           Value tile = LLVM::SelectOp::create(
               rewriter, loc, inRange,
               e.gep(at, e.i64(j * tiles.tileBytes())), base);
